@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The README's test command: installs what is missing, builds, and runs every test.
+#   stages: werror (build + unit/integration tests), sanitize (ASan/UBSan build + tests),
+#           fuzz (bounded libFuzzer run of the parsers), e2e (real Slurm testbed).
+# RISEML_TEST_STAGES="werror sanitize" runs a subset; RISEML_FUZZ_SECONDS bounds the fuzz run.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+stages=${RISEML_TEST_STAGES:-werror sanitize fuzz e2e}
+jobs=${RISEML_BUILD_JOBS:-$(nproc)}
+failed=()
+
+bash contrib/install-deps.sh
+
+configure_and_build() { # dir, extra cmake args...
+  local dir=$1; shift
+  cmake -S . -B "$dir" -G Ninja -DRISEML_WERROR=ON "$@" >/dev/null
+  cmake --build "$dir" -j "$jobs"
+}
+
+run_stage() { # name, command...
+  local name=$1; shift
+  echo "=== stage $name"
+  if "$@"; then echo "=== stage $name: ok"; else echo "=== stage $name: FAILED"; failed+=("$name"); fi
+}
+
+stage_werror() {
+  configure_and_build build &&
+    ctest --test-dir build --output-on-failure -j "$jobs" -LE e2e
+}
+
+stage_sanitize() {
+  configure_and_build build-asan -DRISEML_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug &&
+    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+      ctest --test-dir build-asan --output-on-failure -j "$jobs" -LE "e2e|nosanitize"
+}
+
+stage_fuzz() {
+  CC=clang CXX=clang++ configure_and_build build-fuzz -DRISEML_FUZZ=ON -DRISEML_TESTS=OFF \
+    -DCMAKE_BUILD_TYPE=Debug && bash tests/fuzz/run.sh build-fuzz "${RISEML_FUZZ_SECONDS:-60}"
+}
+
+stage_e2e() {
+  if [ ! -x contrib/slurm/testbed/up ]; then
+    echo "no Slurm testbed yet: skipped"
+    return 0
+  fi
+  local rc=0
+  contrib/slurm/testbed/up || rc=$?
+  if [ $rc -eq 0 ]; then
+    ctest --test-dir build --output-on-failure -L e2e || rc=$?
+  fi
+  contrib/slurm/testbed/down || rc=$?
+  return $rc
+}
+
+for s in $stages; do
+  run_stage "$s" "stage_$s"
+done
+
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "run-tests: FAILED stages: ${failed[*]}"
+  exit 1
+fi
+echo "run-tests: all stages passed ($stages)"
