@@ -1,0 +1,59 @@
+// riseml: translate RiseML job files into Slurm batch scripts, and submit them.
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+#include "../version.hpp"
+#include "commands.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"riseml: run RiseML job files (riseml.yml) on a Slurm cluster"};
+  app.set_version_flag("--version", std::string("riseml ") + riseml::kRisemlVersion);
+  app.require_subcommand(1);
+
+  std::string file = "riseml.yml", output, site, sbatch;
+  bool dry_run = false;
+
+  auto* translate = app.add_subcommand("translate", "Print the sbatch script for a riseml.yml");
+  translate->add_option("file", file, "The job file")->capture_default_str();
+  translate->add_option("-o,--output", output, "Write the script here (atomically) instead of stdout");
+  translate->add_option("--site", site, "Site file (default /etc/riseml/site.yml if present)");
+
+  auto* validate = app.add_subcommand("validate", "Check a riseml.yml; print every problem");
+  validate->add_option("file", file, "The job file")->capture_default_str();
+  validate->add_option("--site", site, "Site file (default /etc/riseml/site.yml if present)");
+
+  auto* submit = app.add_subcommand("submit", "Translate a riseml.yml and submit it with sbatch");
+  submit->add_option("file", file, "The job file")->capture_default_str();
+  submit->add_option("--site", site, "Site file (default /etc/riseml/site.yml if present)");
+  submit->add_option("--sbatch", sbatch, "The sbatch program (default $RISEML_SBATCH or sbatch)");
+  submit->add_flag("--dry-run", dry_run, "Print the sbatch command and script; submit nothing");
+
+  std::string role, roles, dir;
+  long long index = -1;
+  double timeout_s = 600;
+  auto* tf = app.add_subcommand(
+      "tf-config", "Inside a distributed TensorFlow task: print its TF_CONFIG (used by the script)");
+  tf->add_option("--role", role, "master, ps or worker (default $RISEML_TF_ROLE)");
+  tf->add_option("--index", index, "Index within the role (default $SLURM_PROCID)");
+  tf->add_option("--roles", roles, "e.g. master:1,ps:1,worker:2 (default $RISEML_TF_ROLES)");
+  tf->add_option("--dir", dir, "A folder every task shares (default $RISEML_TF_DIR)");
+  tf->add_option("--timeout", timeout_s, "Seconds to wait for the other tasks")->capture_default_str();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : riseml::cli::kExitBadInput;
+  }
+  try {
+    if (*translate) return riseml::cli::translate(file, output, site);
+    if (*validate) return riseml::cli::validate(file, site);
+    if (*submit) return riseml::cli::submit(file, site, sbatch, dry_run);
+    if (*tf) return riseml::cli::tf_config(role, index, roles, dir, timeout_s);
+  } catch (const std::exception& e) {
+    std::cerr << "riseml: internal error: " << e.what() << '\n';
+    return riseml::cli::kExitFailure;
+  }
+  return riseml::cli::kExitFailure;
+}

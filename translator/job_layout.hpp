@@ -1,0 +1,44 @@
+// How a job's processes map onto Slurm: nodes, tasks, GPUs, CPUs, memory, the array.
+// Pure: the sbatch writer only prints what this decides, and tests check each rule here.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "diagnostics.hpp"
+#include "job_model.hpp"
+#include "site_config.hpp"
+
+namespace riseml {
+
+enum class JobKind { single, horovod, distributed };
+
+// One block of identical tasks: the whole job, or one component of a heterogeneous job.
+struct TaskGroup {
+  std::string role;                     // "", or master / ps / worker
+  long long ntasks = 1;
+  std::optional<long long> nodes;       // horovod: exactly the worker count
+  std::optional<long long> ntasks_per_node;
+  long long gpus_per_node = 0;          // horovod and single jobs
+  long long gpus_per_task = 0;          // distributed roles
+  long long cpus_per_task = 1;
+  std::optional<long long> mem_per_node_mb;
+  std::optional<long long> mem_per_cpu_mb;
+};
+
+struct JobLayout {
+  JobKind kind = JobKind::single;
+  bool heterogeneous = false;  // one component per role (#SBATCH hetjob)
+  std::vector<TaskGroup> groups;
+  // Distributed roles as (role, count) in launch order, for TF_CONFIG.
+  std::vector<std::pair<std::string, long long>> roles;
+  size_t array_size = 1;  // parameter combinations; >1 makes a job array
+  std::optional<long long> array_throttle;
+  std::vector<std::string> notes;  // why a number is what it is; become script comments
+};
+
+std::optional<JobLayout> plan_layout(const JobFile& job, const SiteConfig& site,
+                                     Diagnostics& diags);
+
+}  // namespace riseml

@@ -1,0 +1,196 @@
+// Our own `slurm:` section: the sbatch settings RiseML never needed.
+#include <regex>
+
+#include "section_parsers.hpp"
+
+namespace riseml {
+
+namespace {
+
+const std::string kSection = "slurm";
+
+// Options the translator writes from resources, horovod, distributed and parameters;
+// setting them again through `extra` would contradict the generated layout.
+const std::vector<std::pair<std::string, std::string>> kGeneratedOptions = {
+    {"--nodes", "horovod workers"}, {"-N", "horovod workers"},
+    {"--ntasks", "horovod processes"}, {"-n", "horovod processes"},
+    {"--ntasks-per-node", "horovod processes"}, {"--gpus", "resources.gpus"},
+    {"-G", "resources.gpus"}, {"--gpus-per-node", "resources.gpus"},
+    {"--gpus-per-task", "resources.gpus"}, {"--gres", "resources.gpus"},
+    {"--cpus-per-task", "resources.cpus"}, {"-c", "resources.cpus"},
+    {"--cpus-per-gpu", "resources.cpus"}, {"--mem", "resources.mem"},
+    {"--mem-per-cpu", "resources.mem"}, {"--mem-per-gpu", "resources.mem"},
+    {"--array", "parameters"}, {"-a", "parameters"}, {"--job-name", "project"},
+    {"-J", "project"}, {"--output", "slurm.output"}, {"-o", "slurm.output"},
+    {"--error", "slurm.error"}, {"-e", "slurm.error"}, {"--partition", "slurm.partition"},
+    {"-p", "slurm.partition"}, {"--time", "slurm.time"}, {"-t", "slurm.time"},
+    {"--account", "slurm.account"}, {"-A", "slurm.account"}, {"--qos", "slurm.qos"},
+    {"-q", "slurm.qos"}, {"--constraint", "slurm.constraint"}, {"-C", "slurm.constraint"},
+    {"--exclusive", "slurm.exclusive"}, {"--signal", "slurm.signal"},
+    {"--requeue", "slurm.requeue"}, {"--no-requeue", "slurm.requeue"},
+    {"--dependency", "slurm.dependency"}, {"-d", "slurm.dependency"},
+    {"--mail-type", "slurm.mail"}, {"--mail-user", "slurm.mail"}, {"--chdir", "riseml submit"},
+    {"-D", "riseml submit"}, {"--wrap", "run"}, {"--hetjob", "distributed"},
+    {"--reservation", "slurm.reservation"}};
+
+bool valid_time(const std::string& t) {
+  // minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS, or UNLIMITED
+  static const std::regex re(
+      "[0-9]+|[0-9]+:[0-9]{1,2}|[0-9]+:[0-9]{1,2}:[0-9]{1,2}|[0-9]+-[0-9]{1,2}"
+      "(:[0-9]{1,2}(:[0-9]{1,2})?)?|UNLIMITED|unlimited|infinite");
+  return std::regex_match(t, re);
+}
+
+bool valid_signal(const std::string& s) {
+  static const std::regex re("([RB]{1,2}:)?(SIG)?[A-Z0-9]+(@[0-9]+)?");
+  return std::regex_match(s, re);
+}
+
+bool safe_option_value(const std::string& v) {
+  // It ends up on an #SBATCH line: one line, no shell or comment tricks.
+  return v.find_first_of("\n\r") == std::string::npos && !v.empty();
+}
+
+void text(YamlReader& r, const YAML::Node& map, const std::string& key,
+          std::optional<std::string>& out) {
+  const YAML::Node node = map[key];
+  if (!node) return;
+  auto s = r.string(node, join_key(kSection, key));
+  if (!s) return;
+  if (!safe_option_value(*s)) {
+    r.error(node, join_key(kSection, key), "must be one non-empty line");
+    return;
+  }
+  out = *s;
+}
+
+void parse_extra(YamlReader& r, const YAML::Node& node, SlurmSection& slurm) {
+  const std::string path = join_key(kSection, "extra");
+  auto lines = r.string_list(node, path);
+  if (!lines) return;
+  for (const auto& line : *lines) {
+    const std::string& opt = line.text;
+    if (opt.empty() || opt[0] != '-' || !safe_option_value(opt)) {
+      r.diags().error(line.where, path,
+                      "'" + opt + "' is not an sbatch option: write it as on the command line, "
+                      "e.g. - --reservation=maint");
+      continue;
+    }
+    std::string name = opt.substr(0, opt.find_first_of("= "));
+    bool denied = false;
+    for (const auto& [option, owner] : kGeneratedOptions) {
+      bool short_form = option.size() == 2;
+      // "-N2" and "-N 2" match -N; "--mem-bind" does not match --mem.
+      bool matches = short_form ? opt.rfind(option, 0) == 0 : name == option;
+      if (matches) {
+        r.diags().error(line.where, path,
+                        option + " is written by the translator from " + owner +
+                            "; set it there instead of in extra");
+        denied = true;
+        break;
+      }
+    }
+    if (!denied) slurm.extra_options.push_back(opt);
+  }
+}
+
+}  // namespace
+
+void parse_slurm_section(YamlReader& r, const YAML::Node& node, SlurmSection& slurm) {
+  if (node.IsNull()) return;
+  if (!r.expect_map(node, kSection, "slurm: {partition: gpu, time: '4:00:00'}")) return;
+  r.check_keys(node, kSection,
+               {"partition", "account", "qos", "time", "constraint", "exclusive", "output",
+                "error", "signal", "requeue", "mail", "dependency", "modules", "environment",
+                "extra", "reservation"});
+  for (const char* key : {"partition", "account", "qos", "constraint", "dependency",
+                          "reservation"}) {
+    std::optional<std::string>* field = nullptr;
+    std::string k = key;
+    if (k == "partition") field = &slurm.partition;
+    if (k == "account") field = &slurm.account;
+    if (k == "qos") field = &slurm.qos;
+    if (k == "constraint") field = &slurm.constraint;
+    if (k == "dependency") field = &slurm.dependency;
+    if (k == "reservation") field = &slurm.reservation;
+    text(r, node, k, *field);
+    if (*field && field->value().find_first_of(" \t'\"\\$`") != std::string::npos) {
+      r.error(node[k], join_key(kSection, k),
+              "'" + field->value() + "' has spaces, quotes or '$'; Slurm " + k +
+                  " values are plain words");
+      field->reset();
+    }
+  }
+  if (auto t = node["time"]) {
+    auto s = r.string(t, "slurm.time");
+    if (s && !valid_time(*s)) {
+      r.error(t, "slurm.time",
+              "'" + *s + "' is not a Slurm time: write minutes (90), 'HH:MM:SS' or 'D-HH:MM:SS' "
+              "in quotes, e.g. time: '4:00:00'");
+    } else if (s) {
+      slurm.time = *s;
+    }
+  }
+  text(r, node, "output", slurm.output);
+  text(r, node, "error", slurm.error);
+  if (auto sig = node["signal"]) {
+    auto s = r.string(sig, "slurm.signal");
+    if (s && !valid_signal(*s)) {
+      r.error(sig, "slurm.signal",
+              "'" + *s + "' is not a Slurm signal spec: write e.g. signal: USR1@120 (send SIGUSR1 "
+              "120 s before the time limit), or B:USR1@120 for the batch shell only");
+    } else if (s) {
+      slurm.signal = *s;
+    }
+  }
+  if (auto e = node["exclusive"]) slurm.exclusive = r.boolean(e, "slurm.exclusive");
+  if (auto q = node["requeue"]) slurm.requeue = r.boolean(q, "slurm.requeue");
+  if (auto mail = node["mail"]) {
+    if (r.expect_map(mail, "slurm.mail", "mail: {type: END,FAIL, user: me@example.org}")) {
+      r.check_keys(mail, "slurm.mail", {"type", "user"});
+      text(r, mail, "type", slurm.mail_type);
+      text(r, mail, "user", slurm.mail_user);
+      static const std::regex type_re(
+          "(NONE|BEGIN|END|FAIL|REQUEUE|ALL|INVALID_DEPEND|STAGE_OUT|TIME_LIMIT(_[0-9]+)?|"
+          "ARRAY_TASKS)(,(NONE|BEGIN|END|FAIL|REQUEUE|ALL|INVALID_DEPEND|STAGE_OUT|"
+          "TIME_LIMIT(_[0-9]+)?|ARRAY_TASKS))*");
+      if (slurm.mail_type && !std::regex_match(*slurm.mail_type, type_re)) {
+        r.error(mail["type"], "slurm.mail.type",
+                "'" + *slurm.mail_type + "' is not a Slurm mail type: use BEGIN, END, FAIL, "
+                "REQUEUE, ALL or TIME_LIMIT, comma-separated");
+        slurm.mail_type.reset();
+      }
+    }
+  }
+  if (auto mods = node["modules"]) {
+    if (auto lines = r.string_list(mods, "slurm.modules")) {
+      static const std::regex mod_re("[A-Za-z0-9_.+/-]+");
+      for (const auto& m : *lines) {
+        if (!std::regex_match(m.text, mod_re)) {
+          r.diags().error(m.where, "slurm.modules",
+                          "'" + m.text + "' is not a module name: one name per entry, e.g. "
+                          "- cuda/12.2");
+        } else {
+          slurm.modules.push_back(m.text);
+        }
+      }
+    }
+  }
+  if (auto env = node["environment"]) {
+    if (r.expect_map(env, "slurm.environment", "environment: {NCCL_DEBUG: INFO}")) {
+      static const std::regex env_re("[A-Za-z_][A-Za-z0-9_]*");
+      for (const auto& kv : env) {
+        std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "";
+        const std::string path = join_key("slurm.environment", key);
+        if (!std::regex_match(key, env_re)) {
+          r.error(kv.first, path, "'" + key + "' is not a variable name: letters, digits and '_'");
+          continue;
+        }
+        if (auto v = r.string(kv.second, path)) slurm.environment.emplace_back(key, *v);
+      }
+    }
+  }
+  if (auto extra = node["extra"]) parse_extra(r, extra, slurm);
+}
+
+}  // namespace riseml

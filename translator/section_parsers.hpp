@@ -1,0 +1,24 @@
+// The per-section readers behind parse_job_text; each reports into the reader's diagnostics.
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include "job_model.hpp"
+#include "yaml_reader.hpp"
+
+namespace riseml {
+
+void parse_train_section(YamlReader& r, const YAML::Node& node, TrainSection& train);
+void parse_tensorflow_section(YamlReader& r, const YAML::Node& node, TrainSection& train);
+std::optional<HorovodSpec> parse_horovod(YamlReader& r, const YAML::Node& node,
+                                         const std::string& path);
+std::optional<Resources> parse_resources(YamlReader& r, const YAML::Node& node,
+                                         const std::string& path);
+void parse_parameters(YamlReader& r, const YAML::Node& node, const std::string& path,
+                      TrainSection& train);
+void parse_slurm_section(YamlReader& r, const YAML::Node& node, SlurmSection& slurm);
+
+// Checks that every {{placeholder}} in run and install names a declared parameter.
+void check_placeholders(YamlReader& r, const TrainSection& train);
+
+}  // namespace riseml

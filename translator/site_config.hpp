@@ -1,0 +1,45 @@
+// The cluster's side of the translation: how frameworks are provided, whether the SPANK plugin
+// and pyxis are there, where outputs go. Written by the admin at /etc/riseml/site.yml.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "diagnostics.hpp"
+#include "job_model.hpp"
+
+namespace riseml {
+
+inline constexpr const char* kDefaultSitePath = "/etc/riseml/site.yml";
+
+// How one framework version is provided: a container image, environment modules, a venv.
+struct FrameworkEnvironment {
+  std::optional<std::string> image;      // for jobs without GPUs, or all jobs
+  std::optional<std::string> gpu_image;  // for jobs with GPUs, when it differs
+  std::vector<std::string> modules;
+  std::optional<std::string> venv;  // a folder with bin/activate
+};
+
+struct SiteConfig {
+  std::string path;  // empty: no site file, defaults below
+  // --riseml-bind on run steps; "off" when spank_riseml.so is not in plugstack.conf.
+  std::string bind = "auto";
+  // "pyxis" (srun --container-image) or "none" (images cannot run here).
+  std::string containers = "pyxis";
+  std::optional<std::string> output_root;  // default: $SLURM_SUBMIT_DIR/riseml-output
+  size_t max_array_size = 1001;            // Slurm's default MaxArraySize
+  std::string riseml_command = "riseml";   // how compute nodes reach this program
+  SlurmSection defaults;                   // sbatch defaults; the job's slurm: wins
+  // framework -> version ("default" for any version not listed) -> environment
+  std::map<std::string, std::map<std::string, FrameworkEnvironment>> frameworks;
+};
+
+// `path` empty: the default path if it exists, else built-in defaults. A path given
+// explicitly must exist. nullopt after reporting errors.
+std::optional<SiteConfig> load_site_config(const std::string& path, Diagnostics& diags);
+std::optional<SiteConfig> parse_site_config_text(const std::string& text, const std::string& file,
+                                                 Diagnostics& diags);
+
+}  // namespace riseml

@@ -1,0 +1,5 @@
+#pragma once
+
+namespace riseml {
+inline constexpr const char* kRisemlVersion = "0.1.0";
+}

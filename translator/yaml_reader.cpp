@@ -1,0 +1,191 @@
+#include "yaml_reader.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <regex>
+
+#include "did_you_mean.hpp"
+#include "yaml_document.hpp"
+
+namespace riseml {
+
+std::string join_key(const std::string& path, const std::string& key) {
+  return path.empty() ? key : path + "." + key;
+}
+
+bool is_plain(const YAML::Node& node) { return node.Tag() == "?"; }
+
+bool looks_like_integer(const std::string& text) {
+  static const std::regex re("[-+]?[0-9]+");
+  return std::regex_match(text, re);
+}
+
+bool looks_like_number(const std::string& text) {
+  static const std::regex re("[-+]?(\\.[0-9]+|[0-9]+(\\.[0-9]*)?)([eE][-+]?[0-9]+)?");
+  return std::regex_match(text, re);
+}
+
+Location YamlReader::where(const YAML::Node& node) const { return location_of(node, file_); }
+
+void YamlReader::error(const YAML::Node& at, const std::string& path, const std::string& message) {
+  diags_.error(where(at), path, message);
+}
+
+void YamlReader::warning(const YAML::Node& at, const std::string& path,
+                         const std::string& message) {
+  diags_.warning(where(at), path, message);
+}
+
+std::string YamlReader::describe(const YAML::Node& node) {
+  if (!node.IsDefined() || node.IsNull()) return "nothing";
+  if (node.IsSequence()) return "a list";
+  if (node.IsMap()) return "a mapping";
+  std::string s = node.Scalar();
+  if (s.size() > 40) s = s.substr(0, 37) + "...";
+  return "'" + s + "'";
+}
+
+bool YamlReader::expect_map(const YAML::Node& node, const std::string& path,
+                            const std::string& example) {
+  if (node.IsMap()) return true;
+  error(node, path, "must be a mapping of keys, got " + describe(node) + "; write e.g. " + example);
+  return false;
+}
+
+void YamlReader::check_keys(const YAML::Node& map, const std::string& path,
+                            const std::vector<std::string>& known) {
+  for (const auto& kv : map) {
+    if (!kv.first.IsScalar()) {
+      error(kv.first, path, "a key must be a plain word, got " + describe(kv.first));
+      continue;
+    }
+    const std::string& key = kv.first.Scalar();
+    if (std::find(known.begin(), known.end(), key) != known.end()) continue;
+    std::string list;
+    for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+    error(kv.first, join_key(path, key),
+          "unknown key" + did_you_mean(key, known) + "; " +
+              (path.empty() ? "top-level" : "'" + path + "'") + " keys are: " + list);
+  }
+}
+
+std::optional<std::string> YamlReader::string(const YAML::Node& node, const std::string& path) {
+  if (node.IsScalar()) return node.Scalar();
+  error(node, path, "must be a text value, got " + describe(node));
+  return std::nullopt;
+}
+
+std::optional<long long> YamlReader::integer(const YAML::Node& node, const std::string& path,
+                                             long long minimum, const std::string& example) {
+  if (!node.IsScalar() || !is_plain(node) || !looks_like_integer(node.Scalar())) {
+    std::string got = describe(node);
+    std::string extra;
+    if (node.IsScalar() && !is_plain(node) && looks_like_integer(node.Scalar()))
+      extra = " (a quoted number is text: remove the quotes)";
+    else if (node.IsScalar() && looks_like_number(node.Scalar()))
+      extra = " (a whole number is needed)";
+    error(node, path, "must be a whole number, got " + got + extra + "; write e.g. " + example);
+    return std::nullopt;
+  }
+  long long value = 0;
+  const std::string& s = node.Scalar();
+  const char* begin = s.data() + (s[0] == '+' ? 1 : 0);
+  auto [ptr, ec] = std::from_chars(begin, s.data() + s.size(), value);
+  if (ec != std::errc() || ptr != s.data() + s.size()) {
+    error(node, path, "the number " + describe(node) + " is too large; write e.g. " + example);
+    return std::nullopt;
+  }
+  if (value < minimum) {
+    error(node, path,
+          "must be at least " + std::to_string(minimum) + ", got " + s + "; write e.g. " + example);
+    return std::nullopt;
+  }
+  return value;
+}
+
+std::optional<double> YamlReader::number(const YAML::Node& node, const std::string& path,
+                                         double minimum, bool minimum_exclusive,
+                                         const std::string& example) {
+  if (!node.IsScalar() || !is_plain(node) || !looks_like_number(node.Scalar())) {
+    std::string extra;
+    if (node.IsScalar() && !is_plain(node) && looks_like_number(node.Scalar()))
+      extra = " (a quoted number is text: remove the quotes)";
+    error(node, path,
+          "must be a number, got " + describe(node) + extra + "; write e.g. " + example);
+    return std::nullopt;
+  }
+  double value = std::strtod(node.Scalar().c_str(), nullptr);
+  if (!std::isfinite(value)) {
+    error(node, path, "the number " + describe(node) + " is out of range; write e.g. " + example);
+    return std::nullopt;
+  }
+  if (value < minimum || (minimum_exclusive && value == minimum)) {
+    std::string bound = minimum_exclusive ? "greater than " : "at least ";
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", minimum);
+    error(node, path,
+          "must be " + bound + buf + ", got " + node.Scalar() + "; write e.g. " + example);
+    return std::nullopt;
+  }
+  return value;
+}
+
+std::optional<bool> YamlReader::boolean(const YAML::Node& node, const std::string& path) {
+  if (node.IsScalar()) {
+    std::string s = node.Scalar();
+    std::string lower = s;
+    std::transform(lower.begin(), lower.end(), lower.begin(),
+                   [](unsigned char c) { return std::tolower(c); });
+    bool plain = is_plain(node);
+    if (plain && (lower == "true" || lower == "false")) return lower == "true";
+    const bool yaml11_true = lower == "yes" || lower == "on" || lower == "y";
+    const bool yaml11_false = lower == "no" || lower == "off" || lower == "n";
+    if (plain && (yaml11_true || yaml11_false)) {
+      warning(node, path,
+              "'" + s + "' is a boolean only in YAML 1.1; read as " +
+                  (yaml11_true ? "true" : "false") + ": write " +
+                  (yaml11_true ? "true" : "false"));
+      return yaml11_true;
+    }
+    if (!plain && (lower == "true" || lower == "false")) {
+      warning(node, path, "'" + s + "' is quoted text; read as the boolean " + lower +
+                              ": write " + lower + " without quotes");
+      return lower == "true";
+    }
+  }
+  error(node, path, "must be true or false, got " + describe(node));
+  return std::nullopt;
+}
+
+std::optional<std::vector<SourceText>> YamlReader::string_list(const YAML::Node& node,
+                                                               const std::string& path) {
+  std::vector<SourceText> out;
+  if (node.IsScalar()) {
+    out.push_back({node.Scalar(), where(node)});
+    return out;
+  }
+  if (node.IsSequence()) {
+    bool ok = true;
+    int index = 0;
+    for (const auto& item : node) {
+      std::string item_path = path + "[" + std::to_string(index++) + "]";
+      if (!item.IsScalar()) {
+        error(item, item_path,
+              "each entry must be one command as text, got " + describe(item) +
+                  " (a 'key: value' inside a command needs quotes around the whole command)");
+        ok = false;
+        continue;
+      }
+      out.push_back({item.Scalar(), where(item)});
+    }
+    if (!ok) return std::nullopt;
+    return out;
+  }
+  error(node, path,
+        "must be a command or a list of commands, got " + describe(node) +
+            "; write e.g. '- python train.py'");
+  return std::nullopt;
+}
+
+}  // namespace riseml
