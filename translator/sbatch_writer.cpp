@@ -30,6 +30,7 @@ class ScriptWriter {
     out_ << "\nset -euo pipefail\n";
     environment();
     experiment();
+    container();
     sweep();
     install_steps();
     run_steps();
@@ -240,11 +241,17 @@ class ScriptWriter {
   }
 
   std::string container_options() const {
-    if (!in_.environment.container_image) return "";
-    return " --container-image=" + shell_quote(*in_.environment.container_image) +
-           " --container-name=riseml"
-           " --container-mounts=\"${SLURM_SUBMIT_DIR},${OUTPUT_DIR},${OUTPUT_DIR}:/output\""
-           " --container-workdir=\"${SLURM_SUBMIT_DIR}\"";
+    return in_.environment.container_image ? " \"${riseml_container[@]}\"" : "";
+  }
+
+  void container() {
+    if (!in_.environment.container_image) return;
+    out_ << "\n# Steps run in the image through pyxis; install and run steps on a node share the\n"
+            "# container. The submit folder and OUTPUT_DIR are mounted (OUTPUT_DIR also at /output).\n"
+         << "riseml_container=(--container-image=" << shell_quote(*in_.environment.container_image)
+         << " --container-name=riseml\n"
+            "  --container-mounts=\"${SLURM_SUBMIT_DIR},${OUTPUT_DIR},${OUTPUT_DIR}:/output\"\n"
+            "  --container-workdir=\"${SLURM_SUBMIT_DIR}\")\n";
   }
 
   std::string bind_option() const {

@@ -14,6 +14,8 @@ int translate(const std::string& file, const std::string& output, const std::str
 int validate(const std::string& file, const std::string& site);
 int submit(const std::string& file, const std::string& site, const std::string& sbatch,
            bool dry_run);
+int run_local(const std::string& file, const std::string& site, long long processes,
+              long long index);
 int tf_config(const std::string& role, long long index, const std::string& roles,
               const std::string& dir, double timeout_s);
 

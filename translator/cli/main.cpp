@@ -29,6 +29,15 @@ int main(int argc, char** argv) {
   submit->add_option("--sbatch", sbatch, "The sbatch program (default $RISEML_SBATCH or sbatch)");
   submit->add_flag("--dry-run", dry_run, "Print the sbatch command and script; submit nothing");
 
+  long long processes = 0, sweep_index = 0;
+  bool local = false;
+  auto* run = app.add_subcommand("run", "Run a riseml.yml's commands on this machine (riseml-launch)");
+  run->add_option("file", file, "The job file")->capture_default_str();
+  run->add_flag("--local", local, "Run here, not on Slurm (required: the only mode)")->required();
+  run->add_option("-n,--processes", processes, "Processes per run line (default: the job's)");
+  run->add_option("--index", sweep_index, "Which parameter combination (default 0)");
+  run->add_option("--site", site, "Site file (default /etc/riseml/site.yml if present)");
+
   std::string role, roles, dir;
   long long index = -1;
   double timeout_s = 600;
@@ -50,6 +59,7 @@ int main(int argc, char** argv) {
     if (*translate) return riseml::cli::translate(file, output, site);
     if (*validate) return riseml::cli::validate(file, site);
     if (*submit) return riseml::cli::submit(file, site, sbatch, dry_run);
+    if (*run) return riseml::cli::run_local(file, site, processes, sweep_index);
     if (*tf) return riseml::cli::tf_config(role, index, roles, dir, timeout_s);
   } catch (const std::exception& e) {
     std::cerr << "riseml: internal error: " << e.what() << '\n';
