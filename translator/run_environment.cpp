@@ -64,13 +64,16 @@ std::optional<RunEnvironment> resolve_run_environment(const JobFile& job, const 
   }
   const std::string& fw = *train.framework;
   const std::string version = train.framework_version.value_or("default");
-  if (site.path.empty()) {
+  if (site.frameworks.empty()) {
+    const std::string why = site.path.empty()
+                                ? "no site file (" + std::string(kDefaultSitePath) + ", or --site)"
+                                : "the site file " + site.path + " lists no frameworks";
     diags.warning(train.framework_where, "train.framework",
-                  "no site file (" + std::string(kDefaultSitePath) +
-                      ", or --site): framework '" + fw +
+                  why + ": framework '" + fw +
                       "' runs in the submitting environment; load it before submitting");
     env.comments.push_back("framework " + fw + (train.framework_version ? " " + version : "") +
-                           ": no site file, so the job runs in the submitting environment");
+                           ": " + (site.path.empty() ? "no site file" : "the site lists no frameworks") +
+                           ", so the job runs in the submitting environment");
     return env;
   }
   auto fit = site.frameworks.find(fw);

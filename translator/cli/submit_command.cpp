@@ -21,8 +21,9 @@ struct ProcessResult {
   std::string error;  // why it could not run at all
 };
 
-// Runs argv with `input` on stdin and stdout captured; stderr passes through to the user.
-ProcessResult run_with_input(const std::vector<std::string>& argv, const std::string& input) {
+// Runs argv in `dir` with `input` on stdin and stdout captured; stderr passes through.
+ProcessResult run_with_input(const std::vector<std::string>& argv, const std::string& input,
+                             const std::string& dir) {
   ProcessResult result;
   int in_pipe[2], out_pipe[2];
   if (pipe(in_pipe) != 0) return {.status = -1, .out = "", .error = "pipe failed"};
@@ -40,6 +41,7 @@ ProcessResult run_with_input(const std::vector<std::string>& argv, const std::st
     close(in_pipe[1]);
     close(out_pipe[0]);
     close(out_pipe[1]);
+    if (chdir(dir.c_str()) != 0) _exit(126);
     std::vector<char*> args;
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
@@ -66,6 +68,7 @@ ProcessResult run_with_input(const std::vector<std::string>& argv, const std::st
   if (WIFEXITED(status)) {
     result.status = WEXITSTATUS(status);
     if (result.status == 127) result.error = "cannot run " + argv[0] + " (is Slurm installed?)";
+    if (result.status == 126) result.error = "cannot enter " + dir;
   } else {
     result.status = 128 + WTERMSIG(status);
   }
@@ -85,15 +88,16 @@ int submit(const std::string& file, const std::string& site_path, const std::str
   }
   std::error_code ec;
   auto dir = std::filesystem::absolute(std::filesystem::path(file), ec).parent_path();
-  // Jobs run where the riseml.yml is, as RiseML ran them in the project folder.
-  std::vector<std::string> argv = {program, "--parsable", "--chdir=" + dir.string()};
+  // Jobs run where the riseml.yml is, as RiseML ran them in the project folder; sbatch runs
+  // there too, so SLURM_SUBMIT_DIR (and the default OUTPUT_DIR) is that folder.
+  std::vector<std::string> argv = {program, "--parsable"};
   if (dry_run) {
-    std::cout << "# would run:";
+    std::cout << "# would run, in " << dir.string() << ":";
     for (const auto& a : argv) std::cout << ' ' << shell_quote(a);
     std::cout << " < script\n" << *t->script;
     return kExitOk;
   }
-  ProcessResult r = run_with_input(argv, *t->script);
+  ProcessResult r = run_with_input(argv, *t->script, dir.string());
   if (!r.error.empty()) {
     std::cerr << "riseml: " << r.error << '\n';
     return kExitFailure;
