@@ -116,14 +116,17 @@ void plan_distributed(const TrainSection& train, JobLayout& layout, Diagnostics&
       all.mem_per_cpu_mb = std::max(all.mem_per_cpu_mb.value_or(0), *g.mem_per_cpu_mb);
   }
   bool uneven = std::any_of(groups.begin(), groups.end(), [&](const TaskGroup& g) {
-    return g.gpus_per_task != all.gpus_per_task || g.cpus_per_task != all.cpus_per_task;
+    return g.gpus_per_task != all.gpus_per_task || g.cpus_per_task != all.cpus_per_task ||
+           g.mem_per_cpu_mb != all.mem_per_cpu_mb;
   });
   if (uneven) {
+    std::string memory =
+        all.mem_per_cpu_mb ? ", " + std::to_string(*all.mem_per_cpu_mb) + "M per CPU" : "";
     std::string msg =
         "Slurm cannot run a job array of heterogeneous jobs, so every task of this sweep gets "
         "the largest role's resources (" +
         std::to_string(all.gpus_per_task) + " GPU(s), " + std::to_string(all.cpus_per_task) +
-        " CPU(s)); give the roles equal resources to waste nothing";
+        " CPU(s)" + memory + "); give the roles equal resources to waste nothing";
     diags.warning(d.where, "train.tensorflow.distributed", msg);
     layout.notes.push_back(msg);
   }

@@ -17,7 +17,7 @@ const std::vector<std::string> kTrainKeys = {
 
 bool valid_project_name(const std::string& name) {
   static const std::regex re("[A-Za-z0-9]([A-Za-z0-9_-]{0,62}[A-Za-z0-9])?");
-  return std::regex_match(name, re);
+  return name.size() <= 64 && std::regex_match(name, re);  // (regex recursion: bound first)
 }
 
 void parse_project(YamlReader& r, const YAML::Node& node, const std::string& key, JobFile& job) {

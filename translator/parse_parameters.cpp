@@ -1,6 +1,6 @@
 // parameters: a sweep of named values (scalars, lists, ranges) and the {{placeholders}} using them.
 #include <algorithm>
-#include <regex>
+#include <cctype>
 #include <set>
 
 #include "did_you_mean.hpp"
@@ -95,7 +95,15 @@ void parse_parameters(YamlReader& r, const YAML::Node& node, const std::string& 
                       TrainSection& train) {
   if (node.IsNull()) return;
   if (!r.expect_map(node, path, "parameters: {lr: [0.01, 0.1]}")) return;
-  static const std::regex name_re("[A-Za-z_][A-Za-z0-9_.-]*");
+  // [A-Za-z_][A-Za-z0-9_.-]*, by hand: std::regex recurses per character on long keys.
+  auto usable_name = [](const std::string& name) {
+    if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0])) || name[0] == '.' ||
+        name[0] == '-')
+      return false;
+    return std::all_of(name.begin(), name.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
+    });
+  };
   std::set<std::string> env_names;
   for (const auto& kv : node) {
     if (!kv.first.IsScalar()) {
@@ -104,7 +112,7 @@ void parse_parameters(YamlReader& r, const YAML::Node& node, const std::string& 
     }
     const std::string& name = kv.first.Scalar();
     const std::string ppath = join_key(path, name);
-    if (!std::regex_match(name, name_re)) {
+    if (!usable_name(name)) {
       r.error(kv.first, ppath,
               "'" + name + "' is not a usable parameter name: start with a letter, then letters, "
               "digits, '-', '_' or '.' (it becomes the variable " + parameter_env_name(name) + ")");
@@ -114,11 +122,16 @@ void parse_parameters(YamlReader& r, const YAML::Node& node, const std::string& 
     if (!env_names.insert(env).second) {
       r.error(kv.first, ppath,
               "clashes with another parameter: both become the variable " + env + "; rename one");
+      // Still declared: its {{placeholders}} are not "undeclared" too. No values: an error
+      // was reported, so this job never reaches the layout.
+      train.parameters.push_back({name, {}, r.where(kv.first)});
       continue;
     }
-    if (auto values = parse_values(r, kv.second, ppath)) {
-      train.parameters.push_back({name, *values, r.where(kv.first)});
-    }
+    // An invalid parameter is still declared (see above); its error is already reported.
+    auto values = parse_values(r, kv.second, ppath);
+    if (values || r.diags().has_errors())
+      train.parameters.push_back({name, values.value_or(std::vector<std::string>{}),
+                                  r.where(kv.first)});
   }
 }
 
@@ -143,13 +156,21 @@ void check_placeholders(YamlReader& r, const TrainSection& train) {
           }
         }
       }
+      std::set<std::string> reported;  // one error per name and line, however often it occurs
       for (const auto& ph : find_placeholders(line.text)) {
         used.insert(ph.name);
         if (std::find(declared.begin(), declared.end(), ph.name) != declared.end()) continue;
+        if (!reported.insert(ph.name).second) continue;
+        std::string suggestion = did_you_mean(ph.name, declared);
+        if (suggestion.empty() && !declared.empty()) {
+          std::string list;
+          for (const auto& d : declared) list += (list.empty() ? "" : ", ") + d;
+          suggestion = " (the parameters are: " + list + ")";
+        }
         std::string fix = declared.empty()
                               ? "declare it under train.parameters, e.g. parameters: {" + ph.name +
                                     ": [1, 2]}"
-                              : "declare it under train.parameters" + did_you_mean(ph.name, declared);
+                              : "declare it under train.parameters" + suggestion;
         r.diags().error(line.where, path,
                         "{{" + ph.name + "}} names no parameter: " + fix);
       }
@@ -158,6 +179,7 @@ void check_placeholders(YamlReader& r, const TrainSection& train) {
   check(train.run, "train.run");
   check(train.install, "train.install");
   for (const auto& p : train.parameters) {
+    if (p.values.empty()) continue;  // invalid: its error is reported already
     if (!used.count(p.name)) {
       r.diags().warning(p.where, "train.parameters." + p.name,
                         "not used as {{" + p.name + "}} in run; it is still exported as $" +

@@ -38,12 +38,12 @@ bool valid_time(const std::string& t) {
   static const std::regex re(
       "[0-9]+|[0-9]+:[0-9]{1,2}|[0-9]+:[0-9]{1,2}:[0-9]{1,2}|[0-9]+-[0-9]{1,2}"
       "(:[0-9]{1,2}(:[0-9]{1,2})?)?|UNLIMITED|unlimited|infinite");
-  return std::regex_match(t, re);
+  return t.size() <= 32 && std::regex_match(t, re);  // bounded: std::regex recurses per char
 }
 
 bool valid_signal(const std::string& s) {
   static const std::regex re("([RB]{1,2}:)?(SIG)?[A-Z0-9]+(@[0-9]+)?");
-  return std::regex_match(s, re);
+  return s.size() <= 64 && std::regex_match(s, re);  // bounded: std::regex recurses per char
 }
 
 bool safe_option_value(const std::string& v) {
@@ -154,7 +154,8 @@ void parse_slurm_section(YamlReader& r, const YAML::Node& node, SlurmSection& sl
           "(NONE|BEGIN|END|FAIL|REQUEUE|ALL|INVALID_DEPEND|STAGE_OUT|TIME_LIMIT(_[0-9]+)?|"
           "ARRAY_TASKS)(,(NONE|BEGIN|END|FAIL|REQUEUE|ALL|INVALID_DEPEND|STAGE_OUT|"
           "TIME_LIMIT(_[0-9]+)?|ARRAY_TASKS))*");
-      if (slurm.mail_type && !std::regex_match(*slurm.mail_type, type_re)) {
+      if (slurm.mail_type && (slurm.mail_type->size() > 512 ||
+                              !std::regex_match(*slurm.mail_type, type_re))) {
         r.error(mail["type"], "slurm.mail.type",
                 "'" + *slurm.mail_type + "' is not a Slurm mail type: use BEGIN, END, FAIL, "
                 "REQUEUE, ALL or TIME_LIMIT, comma-separated");
@@ -166,7 +167,7 @@ void parse_slurm_section(YamlReader& r, const YAML::Node& node, SlurmSection& sl
     if (auto lines = r.string_list(mods, "slurm.modules")) {
       static const std::regex mod_re("[A-Za-z0-9_.+/-]+");
       for (const auto& m : *lines) {
-        if (!std::regex_match(m.text, mod_re)) {
+        if (m.text.size() > 256 || !std::regex_match(m.text, mod_re)) {
           r.diags().error(m.where, "slurm.modules",
                           "'" + m.text + "' is not a module name: one name per entry, e.g. "
                           "- cuda/12.2");
@@ -182,7 +183,7 @@ void parse_slurm_section(YamlReader& r, const YAML::Node& node, SlurmSection& sl
       for (const auto& kv : env) {
         std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "";
         const std::string path = join_key("slurm.environment", key);
-        if (!std::regex_match(key, env_re)) {
+        if (key.size() > 256 || !std::regex_match(key, env_re)) {
           r.error(kv.first, path, "'" + key + "' is not a variable name: letters, digits and '_'");
           continue;
         }

@@ -198,7 +198,7 @@ void parse_tensorflow_section(YamlReader& r, const YAML::Node& node, TrainSectio
   if (auto v = node["version"]; v && !v.IsNull()) {
     static const std::regex re("[A-Za-z0-9][A-Za-z0-9._+-]*");
     auto text = r.string(v, join_key(kSection, "version"));
-    if (text && !std::regex_match(*text, re)) {
+    if (text && (text->size() > 128 || !std::regex_match(*text, re))) {
       r.error(v, join_key(kSection, "version"),
               "'" + *text + "' is not a version; write e.g. version: 1.5.0");
     } else if (text) {

@@ -1,5 +1,7 @@
 #include "yaml_document.hpp"
 
+#include <cctype>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -81,6 +83,92 @@ std::optional<Location> first_indenting_tab(const std::string& text, const std::
   return std::nullopt;
 }
 
+// The 1-based line and column of byte `offset` of `text`.
+Location location_at(const std::string& text, size_t offset, const std::string& file) {
+  int line = 1, column = 1;
+  for (size_t i = 0; i < offset && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+  return {file, line, column};
+}
+
+// The offset of the first byte that is not part of well-formed UTF-8, if any.
+std::optional<size_t> first_non_utf8(const std::string& text) {
+  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
+  const size_t n = text.size();
+  for (size_t i = 0; i < n;) {
+    const unsigned char c = s[i];
+    size_t len = 0;
+    unsigned char lo = 0x80, hi = 0xBF;  // the allowed range of the second byte
+    if (c < 0x80) len = 1;
+    else if (c >= 0xC2 && c <= 0xDF) len = 2;
+    else if (c == 0xE0) { len = 3; lo = 0xA0; }
+    else if (c >= 0xE1 && c <= 0xEC) len = 3;
+    else if (c == 0xED) { len = 3; hi = 0x9F; }  // no UTF-16 surrogates
+    else if (c >= 0xEE && c <= 0xEF) len = 3;
+    else if (c == 0xF0) { len = 4; lo = 0x90; }
+    else if (c >= 0xF1 && c <= 0xF3) len = 4;
+    else if (c == 0xF4) { len = 4; hi = 0x8F; }  // nothing above U+10FFFF
+    else return i;
+    if (i + len > n) return i;
+    for (size_t k = 1; k < len; ++k) {
+      const unsigned char b = s[i + k];
+      if (k == 1 ? (b < lo || b > hi) : (b < 0x80 || b > 0xBF)) return i;
+    }
+    i += len;
+  }
+  return std::nullopt;
+}
+
+// yaml-cpp says what it met, not what the writer forgot: turn its message into a fix.
+// For "illegal map value" after a line that is a bare word ("train" for "train:"), the
+// diagnostic moves to that word, where the colon is missing.
+Diagnostic syntax_error(const YAML::ParserException& e, const std::string& text,
+                        const std::string& file) {
+  Location where{file, e.mark.line + 1, e.mark.column + 1};
+  if (e.mark.is_null()) where = {file, 0, 0};
+  std::string hint =
+      "a key needs a colon after it, and nested keys must be indented further than their parent";
+  if (e.msg == YAML::ErrorMsg::END_OF_MAP_FLOW || e.msg == YAML::ErrorMsg::END_OF_SEQ_FLOW) {
+    hint = "a '{' or '[' is not closed: add the matching '}' or ']', or put quotes around text "
+           "that starts with '{' or '['";
+  } else if (e.msg == YAML::ErrorMsg::MAP_VALUE && !e.mark.is_null()) {
+    // The last line with content before the error.
+    std::vector<std::string> lines;
+    size_t start = 0;
+    for (int i = 0; i < e.mark.line && start <= text.size(); ++i) {
+      size_t end = text.find('\n', start);
+      if (end == std::string::npos) end = text.size();
+      lines.push_back(text.substr(start, end - start));
+      start = end + 1;
+    }
+    auto word_char = [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
+    };
+    for (int i = static_cast<int>(lines.size()) - 1; i >= 0; --i) {
+      const std::string& line = lines[static_cast<size_t>(i)];
+      const size_t begin = line.find_first_not_of(' ');
+      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+      size_t end = begin;
+      while (end < line.size() && word_char(line[end])) ++end;
+      const bool bare_word = end > begin && end - begin <= 64 &&
+                             line.find_first_not_of(" \r", end) == std::string::npos;
+      if (bare_word) {
+        const std::string word = line.substr(begin, end - begin);
+        where = {file, i + 1, static_cast<int>(end) + 1};
+        hint = "'" + word + "' has no colon after it: write '" + word + ":'";
+      }
+      break;
+    }
+  }
+  return {Severity::error, where, "", "YAML syntax error: " + e.msg + " (" + hint + ")"};
+}
+
 }  // namespace
 
 std::optional<YAML::Node> load_yaml(const std::string& text, const std::string& file,
@@ -91,8 +179,17 @@ std::optional<YAML::Node> load_yaml(const std::string& text, const std::string& 
                     std::to_string(kMaxYamlBytes) + ": is this really a riseml.yml?");
     return std::nullopt;
   }
-  if (text.find('\0') != std::string::npos) {
-    diags.error({file, 0, 0}, "", "the file contains NUL bytes: it is not a YAML text file");
+  if (size_t nul = text.find('\0'); nul != std::string::npos) {
+    diags.error(location_at(text, nul, file), "",
+                "a NUL byte: the file is not text (saved as UTF-16?); save it as UTF-8 text");
+    return std::nullopt;
+  }
+  if (auto bad = first_non_utf8(text)) {
+    char byte[8];
+    std::snprintf(byte, sizeof byte, "0x%02X", static_cast<unsigned char>(text[*bad]));
+    diags.error(location_at(text, *bad, file), "",
+                std::string("the byte ") + byte + " is not UTF-8 (the file is in another "
+                "encoding, e.g. Latin-1): save it as UTF-8");
     return std::nullopt;
   }
   YAML::Node root;
@@ -106,12 +203,8 @@ std::optional<YAML::Node> load_yaml(const std::string& text, const std::string& 
     if (auto tab = first_indenting_tab(text, file)) {
       diags.error(*tab, "", "a tab indents this line; YAML allows only spaces: replace it");
     } else {
-      Location where{file, e.mark.line + 1, e.mark.column + 1};
-      if (e.mark.is_null()) where = {file, 0, 0};
-      diags.error(where, "",
-                  "YAML syntax error: " + e.msg +
-                      " (a key needs a colon after it, and nested keys must be indented "
-                      "further than their parent)");
+      Diagnostic d = syntax_error(e, text, file);
+      diags.error(d.where, d.key_path, d.message);
     }
     return std::nullopt;
   } catch (const YAML::Exception& e) {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <regex>
+#include <cctype>
 
 #include "did_you_mean.hpp"
 #include "yaml_document.hpp"
@@ -16,14 +16,42 @@ std::string join_key(const std::string& path, const std::string& key) {
 
 bool is_plain(const YAML::Node& node) { return node.Tag() == "?"; }
 
+// Hand-written, not std::regex: libstdc++'s regex recurses once per character, and a long
+// scalar (30000 digits; fewer under ASan) overflowed the stack.
+namespace {
+size_t digits_from(const std::string& text, size_t i) {
+  size_t n = 0;
+  while (i + n < text.size() && std::isdigit(static_cast<unsigned char>(text[i + n]))) ++n;
+  return n;
+}
+}  // namespace
+
+// [-+]?[0-9]+
 bool looks_like_integer(const std::string& text) {
-  static const std::regex re("[-+]?[0-9]+");
-  return std::regex_match(text, re);
+  size_t i = !text.empty() && (text[0] == '-' || text[0] == '+') ? 1 : 0;
+  size_t digits = digits_from(text, i);
+  return digits > 0 && i + digits == text.size();
 }
 
+// [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?
 bool looks_like_number(const std::string& text) {
-  static const std::regex re("[-+]?(\\.[0-9]+|[0-9]+(\\.[0-9]*)?)([eE][-+]?[0-9]+)?");
-  return std::regex_match(text, re);
+  size_t i = !text.empty() && (text[0] == '-' || text[0] == '+') ? 1 : 0;
+  const size_t whole = digits_from(text, i);
+  i += whole;
+  size_t fraction = 0;
+  if (i < text.size() && text[i] == '.') {
+    fraction = digits_from(text, ++i);
+    i += fraction;
+  }
+  if (whole == 0 && fraction == 0) return false;
+  if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
+    ++i;
+    if (i < text.size() && (text[i] == '-' || text[i] == '+')) ++i;
+    const size_t exponent = digits_from(text, i);
+    if (exponent == 0) return false;
+    i += exponent;
+  }
+  return i == text.size();
 }
 
 Location YamlReader::where(const YAML::Node& node) const { return location_of(node, file_); }
