@@ -27,14 +27,10 @@ long long whole_cpus(double cpus, const std::string& who, JobLayout& layout) {
 
 long long whole_mb(double mb) { return std::max<long long>(1, static_cast<long long>(std::ceil(mb))); }
 
-Resources merged(const Resources& base, const std::optional<Resources>& role) {
-  Resources r = base;
-  if (role) {
-    if (role->gpus) r.gpus = role->gpus;
-    if (role->cpus) r.cpus = role->cpus;
-    if (role->mem_mb) r.mem_mb = role->mem_mb;
-  }
-  return r;
+// A role's own resources replace the train-level ones as a whole, as RiseML's override did
+// (a ps that names only cpus and mem has no GPUs).
+Resources role_resources(const Resources& base, const std::optional<Resources>& role) {
+  return role ? *role : base;
 }
 
 TaskGroup distributed_group(const std::string& role, long long count, const Resources& res,
@@ -95,9 +91,9 @@ void plan_distributed(const TrainSection& train, JobLayout& layout, Diagnostics&
   layout.kind = JobKind::distributed;
   layout.roles = {{"master", 1}, {"ps", d.ps.count}, {"worker", d.worker.count}};
   std::vector<TaskGroup> groups = {
-      distributed_group("master", 1, merged(train.resources, d.master), layout),
-      distributed_group("ps", d.ps.count, merged(train.resources, d.ps.resources), layout),
-      distributed_group("worker", d.worker.count, merged(train.resources, d.worker.resources),
+      distributed_group("master", 1, role_resources(train.resources, d.master), layout),
+      distributed_group("ps", d.ps.count, role_resources(train.resources, d.ps.resources), layout),
+      distributed_group("worker", d.worker.count, role_resources(train.resources, d.worker.resources),
                         layout)};
   if (layout.array_size <= 1) {
     layout.heterogeneous = true;

@@ -66,9 +66,9 @@ bool reject_foreign_shapes(YamlReader& r, const YAML::Node& root) {
 namespace {
 
 std::optional<JobFile> parse_root(const YAML::Node& document, const std::string& file,
-                                  Diagnostics& diags) {
+                                  const std::string& text, Diagnostics& diags) {
   const YAML::Node* root = &document;
-  YamlReader r(file, diags);
+  YamlReader r(file, diags, &text);
   if (!root->IsDefined() || root->IsNull()) {
     diags.error({file, 0, 0}, "",
                 "the file is empty; a riseml.yml needs at least: project: NAME, and "
@@ -141,13 +141,15 @@ std::optional<JobFile> parse_job_text(const std::string& text, const std::string
                                       Diagnostics& diags) {
   auto root = load_yaml(text, file, diags);
   if (!root) return std::nullopt;
-  return parse_root(*root, file, diags);
+  return parse_root(*root, file, text, diags);
 }
 
 std::optional<JobFile> parse_job_file(const std::string& path, Diagnostics& diags) {
-  auto root = load_yaml_file(path, diags);
+  auto text = read_yaml_text(path, diags);
+  if (!text) return std::nullopt;
+  auto root = load_yaml(*text, path, diags);
   if (!root) return std::nullopt;
-  return parse_root(*root, path, diags);
+  return parse_root(*root, path, *text, diags);
 }
 
 }  // namespace riseml

@@ -41,6 +41,12 @@ std::optional<Resources> parse_resources(YamlReader& r, const YAML::Node& node,
       ok = false;
     }
     res.mem_mb = v;
+    if (v && *v < 32) {
+      r.warning(m, join_key(path, "mem"),
+                "mem is in megabytes: " + m.Scalar() + " MB is too little for a Python process; "
+                "write e.g. mem: " + std::to_string(static_cast<long long>(*v * 1024)) +
+                    " for " + m.Scalar() + " GB");
+    }
   }
   if (!ok) return std::nullopt;
   return res;

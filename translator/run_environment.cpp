@@ -42,10 +42,29 @@ void use_image(const std::string& image, const SiteConfig& site, const Location&
   env.comments.push_back("container image " + image + " through pyxis (srun --container-image)");
 }
 
-}  // namespace
+// Warnings about what only works inside a container, once the environment is known.
+void check_container_needs(const TrainSection& train, const SiteConfig& site,
+                           const RunEnvironment& env, Diagnostics& diags) {
+  if (!env.container_image) {
+    for (const auto* lines : {&train.install, &train.run}) {
+      for (const auto& line : *lines) {
+        if (line.text.find("/output") == std::string::npos) continue;
+        diags.warning(line.where, lines == &train.run ? "train.run" : "train.install",
+                      "/output exists only inside a container image; without one write to "
+                      "$OUTPUT_DIR instead");
+        return;
+      }
+    }
+  } else if (train.distributed) {
+    diags.warning(train.distributed->where, "train.tensorflow.distributed",
+                  "each task runs '" + site.riseml_command +
+                      " tf-config' inside the image to get TF_CONFIG, so the image needs riseml "
+                      "(with the site file's riseml: naming it there)");
+  }
+}
 
-std::optional<RunEnvironment> resolve_run_environment(const JobFile& job, const SiteConfig& site,
-                                                      Diagnostics& diags) {
+std::optional<RunEnvironment> resolve_environment(const JobFile& job, const SiteConfig& site,
+                                                  Diagnostics& diags) {
   const TrainSection& train = job.train;
   RunEnvironment env;
   const int errors_before = diags.error_count();
@@ -113,6 +132,15 @@ std::optional<RunEnvironment> resolve_run_environment(const JobFile& job, const 
   env.venv = fe.venv;
   env.comments.push_back(what + " as the site file " + site.path + " provides it");
   if (diags.error_count() > errors_before) return std::nullopt;
+  return env;
+}
+
+}  // namespace
+
+std::optional<RunEnvironment> resolve_run_environment(const JobFile& job, const SiteConfig& site,
+                                                      Diagnostics& diags) {
+  auto env = resolve_environment(job, site, diags);
+  if (env) check_container_needs(job.train, site, *env, diags);
   return env;
 }
 

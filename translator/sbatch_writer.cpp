@@ -259,12 +259,22 @@ class ScriptWriter {
   }
 
   void install_steps() {
-    if (install_.empty() || in_.layout.kind == JobKind::distributed) return;
+    if (install_.empty()) return;
+    const auto& l = in_.layout;
     out_ << "\n# install: once on every node, before the run steps.\n";
+    // A heterogeneous job's components have their own nodes; a step spans one component.
+    const size_t parts = l.heterogeneous ? l.groups.size() : 1;
     for (const auto& c : install_) {
-      out_ << "srun --nodes=\"${SLURM_JOB_NUM_NODES}\" --ntasks=\"${SLURM_JOB_NUM_NODES}\" "
-              "--ntasks-per-node=1 --kill-on-bad-exit=1"
-           << container_options() << " bash -c " << c.argument << '\n';
+      for (size_t i = 0; i < parts; ++i) {
+        const std::string nodes = l.heterogeneous
+                                      ? "${SLURM_JOB_NUM_NODES_HET_GROUP_" + std::to_string(i) + "}"
+                                      : "${SLURM_JOB_NUM_NODES}";
+        out_ << "srun";
+        if (l.heterogeneous) out_ << " --het-group=" << i;
+        out_ << " --nodes=\"" << nodes << "\" --ntasks=\"" << nodes
+             << "\" --ntasks-per-node=1 --kill-on-bad-exit=1" << container_options() << " bash -c "
+             << c.argument << '\n';
+      }
     }
   }
 
@@ -286,7 +296,7 @@ class ScriptWriter {
   }
 
   // One step per role, side by side. Each task writes its address and reads the others'
-  // (riseml tf-config) to build TF_CONFIG; install and run lines run in every task, in order.
+  // (riseml tf-config) to build TF_CONFIG, then runs the run lines in order.
   void distributed_steps() {
     const auto& l = in_.layout;
     std::string roles;
@@ -300,19 +310,18 @@ class ScriptWriter {
     std::string body =
         "TF_CONFIG=\"$(" + in_.site.riseml_command + " tf-config)\"; export TF_CONFIG";
     out_ << "riseml_task_script=" << shell_quote("set -e; " + body) << '\n';
-    for (const auto* cmds : {&install_, &run_}) {
-      for (const auto& c : *cmds) {
-        if (c.variable.empty())
-          out_ << "riseml_task_script+=$'\\n'" << c.argument << '\n';
-        else
-          out_ << "riseml_task_script+=$'\\n'\"${" << c.variable << "}\"\n";
-      }
+    for (const auto& c : run_) {
+      if (c.variable.empty())
+        out_ << "riseml_task_script+=$'\\n'" << c.argument << '\n';
+      else
+        out_ << "riseml_task_script+=$'\\n'\"${" << c.variable << "}\"\n";
     }
     for (size_t i = 0; i < l.roles.size(); ++i) {
       const auto& [role, count] = l.roles[i];
       out_ << "srun";
       if (l.heterogeneous) {
         out_ << " --het-group=" << i << " --cpus-per-task=" << l.groups[i].cpus_per_task;
+        if (l.groups[i].gpus_per_task) out_ << " --gpus-per-task=" << l.groups[i].gpus_per_task;
       } else {
         const auto& g = l.groups.front();
         out_ << " --exact --ntasks=" << count << " --cpus-per-task=" << g.cpus_per_task;
@@ -325,7 +334,7 @@ class ScriptWriter {
     }
     out_ << R"(
 # Parameter servers never exit: the job ends when the master and every worker have, and
-# fails as soon as one of them fails.
+# fails as soon as one of them fails or a parameter server ends early.
 riseml_status=0
 riseml_waiting=("${riseml_master_pid}" "${riseml_worker_pid}")
 while [ "${#riseml_waiting[@]}" -gt 0 ] && [ "${riseml_status}" -eq 0 ]; do
@@ -338,7 +347,12 @@ while [ "${#riseml_waiting[@]}" -gt 0 ] && [ "${riseml_status}" -eq 0 ]; do
     fi
   done
   riseml_waiting=("${riseml_still[@]}")
-  if [ "${#riseml_waiting[@]}" -gt 0 ]; then sleep 2; fi
+  if [ "${#riseml_waiting[@]}" -gt 0 ] && ! kill -0 "${riseml_ps_pid}" 2>/dev/null; then
+    wait "${riseml_ps_pid}" || true
+    echo "riseml: a parameter server ended before the master and workers; stopping the job" >&2
+    riseml_status=1
+  fi
+  if [ "${#riseml_waiting[@]}" -gt 0 ] && [ "${riseml_status}" -eq 0 ]; then sleep 2; fi
 done
 kill "${riseml_master_pid}" "${riseml_ps_pid}" "${riseml_worker_pid}" 2>/dev/null || true
 wait || true

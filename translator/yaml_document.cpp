@@ -216,7 +216,7 @@ std::optional<YAML::Node> load_yaml(const std::string& text, const std::string& 
   return root;
 }
 
-std::optional<YAML::Node> load_yaml_file(const std::string& path, Diagnostics& diags) {
+std::optional<std::string> read_yaml_text(const std::string& path, Diagnostics& diags) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
     diags.error({path, 0, 0}, "", "this is a directory; give the path of the riseml.yml inside it");
@@ -237,7 +237,13 @@ std::optional<YAML::Node> load_yaml_file(const std::string& path, Diagnostics& d
     diags.error({path, 0, 0}, "", "reading the file failed (is it a directory?)");
     return std::nullopt;
   }
-  return load_yaml(text, path, diags);
+  return text;
+}
+
+std::optional<YAML::Node> load_yaml_file(const std::string& path, Diagnostics& diags) {
+  auto text = read_yaml_text(path, diags);
+  if (!text) return std::nullopt;
+  return load_yaml(*text, path, diags);
 }
 
 }  // namespace riseml

@@ -21,6 +21,9 @@ inline constexpr size_t kMaxYamlNodes = 100000;
 std::optional<YAML::Node> load_yaml(const std::string& text, const std::string& file,
                                     Diagnostics& diags);
 
+// Reads `path` (at most kMaxYamlBytes + 1 bytes); a missing or unreadable file is reported.
+std::optional<std::string> read_yaml_text(const std::string& path, Diagnostics& diags);
+
 // Reads `path` and parses it; a missing or unreadable file is reported too.
 std::optional<YAML::Node> load_yaml_file(const std::string& path, Diagnostics& diags);
 

@@ -186,11 +186,45 @@ std::optional<bool> YamlReader::boolean(const YAML::Node& node, const std::strin
   return std::nullopt;
 }
 
+bool YamlReader::is_folded_block(const YAML::Node& node) const {
+  if (!source_ || !node.IsScalar()) return false;
+  const YAML::Mark m = node.Mark();
+  return !m.is_null() && m.pos >= 0 && static_cast<size_t>(m.pos) < source_->size() &&
+         (*source_)[static_cast<size_t>(m.pos)] == '>';
+}
+
+SourceText YamlReader::command(const YAML::Node& node, const std::string& path) {
+  SourceText out{node.Scalar(), where(node)};
+  if (is_folded_block(node) && out.text.find('\n') != std::string::npos) {
+    // YAML keeps the line break before a more-indented line of a folded block, and bash would
+    // run each line as its own command; the writer of '>' meant one command line.
+    std::string joined;
+    bool after_break = false;
+    for (char c : out.text) {
+      if (c == '\n') {
+        while (!joined.empty() && joined.back() == ' ') joined.pop_back();
+        joined += ' ';
+        after_break = true;
+      } else if (!(after_break && c == ' ')) {
+        joined += c;
+        after_break = false;
+      }
+    }
+    while (!joined.empty() && joined.back() == ' ') joined.pop_back();
+    warning(node, path,
+            "this folded block (>) keeps line breaks before its more-indented lines, which "
+            "would split the command; they are read as spaces: indent its lines equally, or use "
+            "| for a multi-line script");
+    out.text = joined;
+  }
+  return out;
+}
+
 std::optional<std::vector<SourceText>> YamlReader::string_list(const YAML::Node& node,
                                                                const std::string& path) {
   std::vector<SourceText> out;
   if (node.IsScalar()) {
-    out.push_back({node.Scalar(), where(node)});
+    out.push_back(command(node, path));
     return out;
   }
   if (node.IsSequence()) {
@@ -205,7 +239,7 @@ std::optional<std::vector<SourceText>> YamlReader::string_list(const YAML::Node&
         ok = false;
         continue;
       }
-      out.push_back({item.Scalar(), where(item)});
+      out.push_back(command(item, item_path));
     }
     if (!ok) return std::nullopt;
     return out;

@@ -22,7 +22,8 @@ std::string join_key(const std::string& path, const std::string& key);
 
 class YamlReader {
  public:
-  YamlReader(std::string file, Diagnostics& diags) : file_(std::move(file)), diags_(diags) {}
+  YamlReader(std::string file, Diagnostics& diags, const std::string* source = nullptr)
+      : file_(std::move(file)), diags_(diags), source_(source) {}
 
   const std::string& file() const { return file_; }
   Diagnostics& diags() { return diags_; }
@@ -45,7 +46,8 @@ class YamlReader {
                                bool minimum_exclusive, const std::string& example);
   // true/false; YAML 1.1's yes/no/on/off are read as booleans with a warning.
   std::optional<bool> boolean(const YAML::Node& node, const std::string& path);
-  // A string or a list of strings (one command per entry).
+  // A string or a list of strings (one command per entry). A folded block (>, >-) is one
+  // command: the line breaks YAML keeps before more-indented lines become spaces (warning).
   std::optional<std::vector<SourceText>> string_list(const YAML::Node& node,
                                                      const std::string& path);
 
@@ -53,8 +55,12 @@ class YamlReader {
   static std::string describe(const YAML::Node& node);
 
  private:
+  bool is_folded_block(const YAML::Node& node) const;
+  SourceText command(const YAML::Node& node, const std::string& path);
+
   std::string file_;
   Diagnostics& diags_;
+  const std::string* source_;  // the document's text, when known
 };
 
 // Scalar classification by YAML 1.2's core schema (plus '.5' and '1e-6', which people write).

@@ -258,12 +258,12 @@ TEST(MappingDistributed, HetjobWithOneComponentPerRole) {
   EXPECT_TRUE(contains(r.script, "# component 2: worker\n"));
   EXPECT_EQ(with_prefix(r.options, "--ntasks="),
             (Options{"--ntasks=1", "--ntasks=2", "--ntasks=3"}));
-  // master: its own cpus/mem, the train-level gpus; ps: its own; worker: train-level.
+  // A role's own resources replace the train-level ones whole: master and ps get no GPU;
+  // the worker, without its own, gets the train-level ones.
   EXPECT_EQ(with_prefix(r.options, "--cpus-per-task="),
             (Options{"--cpus-per-task=1", "--cpus-per-task=2", "--cpus-per-task=4"}));
-  EXPECT_EQ(with_prefix(r.options, "--gpus-per-task="),
-            (Options{"--gpus-per-task=1", "--gpus-per-task=1"}))
-      << "master and worker get 1 GPU, the ps none";
+  EXPECT_EQ(with_prefix(r.options, "--gpus-per-task="), (Options{"--gpus-per-task=1"}))
+      << "only the worker gets a GPU";
   EXPECT_EQ(with_prefix(r.options, "--mem-per-cpu="),
             (Options{"--mem-per-cpu=512M", "--mem-per-cpu=500M", "--mem-per-cpu=2048M"}))
       << "mem per process over cpus per process";
@@ -283,17 +283,25 @@ TEST(MappingDistributed, EveryRoleIsAStepWithItsTfRole) {
   EXPECT_TRUE(contains(r.script, "TF_CONFIG=\"$(riseml tf-config)\"")) << r.script;
 }
 
-TEST(MappingDistributed, InstallAndRunLinesRunInEveryTask) {
+TEST(MappingDistributed, InstallOncePerNodeOfEachComponentThenRunLinesInEveryTask) {
   auto r = translate_train(R"(  tensorflow:
     distributed: {ps: 1, worker: 1}
   resources: {cpus: 1}
   install: pip install x
   run: [python a.py, python b.py]
 )");
-  EXPECT_EQ(r.sruns.size(), 3u) << "no separate install steps: " << r.script;
+  ASSERT_EQ(r.sruns.size(), 6u) << "3 install steps (one per component), 3 role steps: "
+                                << r.script;
+  for (int i = 0; i < 3; ++i) {
+    const std::string group = std::to_string(i);
+    EXPECT_TRUE(contains(r.sruns[i], "--het-group=" + group + " --nodes=\"${SLURM_JOB_NUM_NODES_HET_GROUP_" +
+                                         group + "}\""))
+        << r.sruns[i];
+    EXPECT_TRUE(contains(r.sruns[i], "--ntasks-per-node=1")) << r.sruns[i];
+    EXPECT_TRUE(r.sruns[i].ends_with("bash -c 'pip install x'")) << r.sruns[i];
+  }
   auto parts = lines_starting_with(r.script, "riseml_task_script+=");
-  EXPECT_EQ(parts, (Options{"riseml_task_script+=$'\\n''pip install x'",
-                            "riseml_task_script+=$'\\n''python a.py'",
+  EXPECT_EQ(parts, (Options{"riseml_task_script+=$'\\n''python a.py'",
                             "riseml_task_script+=$'\\n''python b.py'"}));
 }
 
