@@ -15,7 +15,14 @@ std::optional<HorovodSpec> parse_horovod(YamlReader& r, const YAML::Node& node,
   spec.where = r.where(node);
   if (node.IsNull()) return spec;  // horovod: with nothing = one worker
   if (!r.expect_map(node, path, "horovod: {workers: 2}")) return std::nullopt;
-  r.check_keys(node, path, {"workers", "version"});
+  r.check_keys(node, path, {"workers", "version", "processes"});
+  if (auto p = node["processes"]) {
+    std::string count = node["workers"] && node["workers"].IsScalar() ? node["workers"].Scalar() : "N";
+    r.error(p, join_key(path, "processes"),
+            "processes belongs under workers: write workers: {count: " + count +
+                ", processes: " + (p.IsScalar() ? p.Scalar() : "P") + "}");
+    return std::nullopt;
+  }
   if (auto v = node["version"]) {
     r.warning(v, join_key(path, "version"),
               "ignored: the Horovod-compatible library comes with riseml; the site decides images");

@@ -1,0 +1,167 @@
+#include "pmix_client_session.hpp"
+
+#include <pmix.h>
+#include <string.h>  // explicit_bzero
+
+#include <algorithm>
+
+#include "call_completion.hpp"
+#include "job_facts_query.hpp"
+#include "launch_environment.hpp"
+#include "pmix_info_list.hpp"
+#include "pmix_status_text.hpp"
+#include "pmix_value_reader.hpp"
+
+namespace riseml::pmix {
+
+namespace {
+
+// PMIX_TIMEOUT counts whole seconds and 0 means "forever", so round up to at least 1.
+int timeout_seconds(std::chrono::milliseconds timeout) {
+  auto seconds = (std::max<std::chrono::milliseconds::rep>(timeout.count(), 1) + 999) / 1000;
+  return static_cast<int>(std::min<std::chrono::milliseconds::rep>(seconds, 1 << 30));
+}
+
+std::string seconds_text(std::chrono::milliseconds timeout) {
+  return std::to_string(timeout_seconds(timeout)) + " s";
+}
+
+}  // namespace
+
+std::unique_ptr<Session> PmixClientSession::connect(const InitOptions& options) {
+  std::unique_ptr<PmixClientSession> session(new PmixClientSession());
+  pmix_status_t status = PMIx_Init(&session->self_, nullptr, 0);
+  if (status != PMIX_SUCCESS) {
+    throw BootstrapError("riseml: PMIx_Init failed: " + describe_status(status) +
+                         "; the PMIx server named in this process's PMIX_* environment "
+                         "cannot be reached (did its launcher exit?); " +
+                         how_to_start_hint());
+  }
+  session->initialized_ = true;
+  session->facts_ = query_job_facts(session->self_);
+  session->secret_ = session->obtain_job_secret(options.timeout);
+  return session;
+}
+
+PmixClientSession::~PmixClientSession() {
+  if (!secret_.empty()) explicit_bzero(secret_.data(), secret_.size());
+  // No PMIX_EMBED_BARRIER: finalizing must not wait for peers that may be gone.
+  if (initialized_) PMIx_Finalize(nullptr, 0);
+}
+
+std::string PmixClientSession::user_key(std::string_view key) {
+  return "riseml.kv." + std::string(key);
+}
+
+void PmixClientSession::put(std::string_view key, std::span<const std::byte> value) {
+  if (key.empty()) fail("put: the key is empty");
+  put_raw(user_key(key), value);
+}
+
+void PmixClientSession::put_raw(const std::string& key, std::span<const std::byte> value) {
+  if (key.size() > PMIX_MAX_KEYLEN) {
+    fail("put: key '" + key + "' is longer than PMIx's " + std::to_string(PMIX_MAX_KEYLEN) +
+         " characters");
+  }
+  pmix_value_t staged{};
+  staged.type = PMIX_BYTE_OBJECT;
+  // PMIx_Put copies the value; it never writes through this pointer.
+  staged.data.bo.bytes = reinterpret_cast<char*>(const_cast<std::byte*>(value.data()));
+  staged.data.bo.size = value.size();
+  pmix_status_t status = PMIx_Put(PMIX_GLOBAL, key.c_str(), &staged);
+  if (status != PMIX_SUCCESS) fail("PMIx_Put of key '" + key + "' failed", status);
+}
+
+void PmixClientSession::commit() {
+  pmix_status_t status = PMIx_Commit();
+  if (status != PMIX_SUCCESS) fail("PMIx_Commit failed", status);
+}
+
+void PmixClientSession::fence(std::chrono::milliseconds timeout) {
+  // PMIX_TIMEOUT lets the server give up on a missing rank; the server only watches local
+  // ranks, so the wait below enforces the timeout when a rank on another node is missing.
+  InfoArray directives = InfoList()
+                             .add_bool(PMIX_COLLECT_DATA, true)
+                             .add_int(PMIX_TIMEOUT, timeout_seconds(timeout))
+                             .finish();
+  CallCompletion completion;
+  void* cbdata = completion.callback_data();
+  pmix_status_t status = PMIx_Fence_nb(nullptr, 0, directives.data(), directives.size(),
+                                       &CallCompletion::on_complete, cbdata);
+  if (status == PMIX_OPERATION_SUCCEEDED) {
+    CallCompletion::discard_callback_data(cbdata);
+    return;
+  }
+  if (status != PMIX_SUCCESS) {
+    CallCompletion::discard_callback_data(cbdata);
+    fail("PMIx_Fence failed to start", status);
+  }
+  // Half a second of slack, so a server that enforces the timeout itself reports first, with
+  // its status.
+  std::optional<pmix_status_t> outcome = completion.wait_for(
+      std::chrono::seconds(timeout_seconds(timeout)) + std::chrono::milliseconds(500));
+  if (!outcome) {
+    fail("PMIx_Fence did not complete within " + seconds_text(timeout) + " (not all " +
+         std::to_string(facts_.size) + " ranks arrived)");
+  }
+  if (*outcome == PMIX_ERR_TIMEOUT) {
+    fail("PMIx_Fence did not complete within " + seconds_text(timeout) + " (not all " +
+             std::to_string(facts_.size) + " ranks arrived)",
+         *outcome);
+  }
+  if (*outcome != PMIX_SUCCESS) fail("PMIx_Fence failed", *outcome);
+}
+
+std::vector<std::byte> PmixClientSession::get(int rank, std::string_view key,
+                                              std::chrono::milliseconds timeout) {
+  if (key.empty()) fail("get: the key is empty");
+  return get_raw(rank, user_key(key), key, timeout);
+}
+
+std::vector<std::byte> PmixClientSession::get_raw(int rank, const std::string& key,
+                                                  std::string_view shown_key,
+                                                  std::chrono::milliseconds timeout) {
+  if (rank < 0 || rank >= facts_.size) {
+    fail("get: rank " + std::to_string(rank) + " is not in this job of " +
+         std::to_string(facts_.size) + " ranks");
+  }
+  pmix_proc_t peer{};
+  PMIX_LOAD_PROCID(&peer, self_.nspace, static_cast<pmix_rank_t>(rank));
+  std::string what = "key '" + std::string(shown_key) + "' of rank " + std::to_string(rank);
+  // First what fences delivered (PMIX_OPTIONAL: no request to the server), ...
+  InfoArray only_local = InfoList().add_bool(PMIX_OPTIONAL, true).finish();
+  pmix_value_t* raw = nullptr;
+  pmix_status_t status = PMIx_Get(&peer, key.c_str(), only_local.data(), only_local.size(), &raw);
+  if (status != PMIX_SUCCESS && timeout.count() <= 0) {
+    fail("no " + what + ": it was not put and committed before the last fence", status);
+  }
+  if (status != PMIX_SUCCESS) {
+    // ... then the server, which waits for the rank to commit it.
+    InfoArray waiting = InfoList().add_int(PMIX_TIMEOUT, timeout_seconds(timeout)).finish();
+    status = PMIx_Get(&peer, key.c_str(), waiting.data(), waiting.size(), &raw);
+    if (status == PMIX_ERR_TIMEOUT) {
+      fail("no " + what + " within " + seconds_text(timeout) + ": it was not put and committed",
+           status);
+    }
+    if (status != PMIX_SUCCESS) fail("PMIx_Get of " + what + " failed", status);
+  }
+  OwnedValue value(raw);
+  std::optional<std::vector<std::byte>> bytes = value_as_bytes(*value);
+  if (!bytes) {
+    fail("PMIx_Get of " + what + " returned PMIx type " + std::to_string(value->type) +
+         ", not bytes");
+  }
+  return std::move(*bytes);
+}
+
+void PmixClientSession::fail(const std::string& what, pmix_status_t status) const {
+  fail(what + ": " + describe_status(status));
+}
+
+void PmixClientSession::fail(const std::string& what) const {
+  throw BootstrapError("riseml: rank " + std::to_string(facts_.rank) + " of " +
+                       std::to_string(facts_.size) + " on host " + facts_.hostname + " (nspace " +
+                       facts_.nspace + "): " + what);
+}
+
+}  // namespace riseml::pmix

@@ -1,0 +1,55 @@
+#include "environment_block.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <utility>
+
+extern char** environ;
+
+namespace riseml::launch {
+
+EnvironmentBlock::EnvironmentBlock(const std::vector<std::string>& entries)
+    : entries_(static_cast<char**>(std::calloc(entries.size() + 1, sizeof(char*)))) {
+  if (entries_ == nullptr) throw std::bad_alloc();
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    entries_[i] = strdup(entries[i].c_str());
+    if (entries_[i] == nullptr) {
+      this->~EnvironmentBlock();
+      throw std::bad_alloc();
+    }
+  }
+}
+
+EnvironmentBlock::EnvironmentBlock(EnvironmentBlock&& other) noexcept
+    : entries_(std::exchange(other.entries_, nullptr)) {}
+
+EnvironmentBlock::~EnvironmentBlock() {
+  if (entries_ == nullptr) return;
+  for (char** entry = entries_; *entry != nullptr; ++entry) std::free(*entry);
+  std::free(entries_);
+  entries_ = nullptr;
+}
+
+EnvironmentBlock EnvironmentBlock::inherited_without_pmix_client_variables() {
+  std::vector<std::string> kept;
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+    std::string text(*entry);
+    if (!is_pmix_client_variable(text)) kept.push_back(std::move(text));
+  }
+  return EnvironmentBlock(kept);
+}
+
+std::vector<std::string> EnvironmentBlock::to_strings() const {
+  std::vector<std::string> result;
+  for (char** entry = entries_; entry != nullptr && *entry != nullptr; ++entry) {
+    result.emplace_back(*entry);
+  }
+  return result;
+}
+
+bool is_pmix_client_variable(const std::string& entry) {
+  return entry.starts_with("PMIX_") && !entry.starts_with("PMIX_MCA_");
+}
+
+}  // namespace riseml::launch

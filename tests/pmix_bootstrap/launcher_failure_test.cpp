@@ -1,0 +1,183 @@
+// When anything goes wrong, riseml-launch ends every rank within a bounded time, says which
+// rank failed and how, exits non-zero, and leaves no process and no file behind.
+#include <signal.h>
+
+#include <gtest/gtest.h>
+
+#include <regex>
+
+#include "probe_report.hpp"
+#include "spawned_process.hpp"
+#include "test_programs.hpp"
+
+namespace riseml::testing {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+std::string joined(const std::vector<std::string>& lines) {
+  std::string text;
+  for (const auto& line : lines) text += line + "\n";
+  return text;
+}
+
+class LauncherFailure : public ::testing::Test {
+ protected:
+  // Runs riseml-launch with `arguments`, the TMPDIR of this test.
+  ProcessResult launch(const std::vector<std::string>& arguments,
+                       milliseconds timeout = seconds(45)) {
+    std::vector<std::string> argv{kLaunchProgram};
+    argv.insert(argv.end(), arguments.begin(), arguments.end());
+    return run_process(argv, {{"TMPDIR", tmpdir_.path()}}, timeout);
+  }
+
+  void expect_nothing_left() {
+    EXPECT_TRUE(processes_with_marker(marker_, seconds(3)).empty())
+        << "stray processes:\n"
+        << joined(processes_with_marker(marker_, milliseconds(0)));
+    EXPECT_TRUE(tmpdir_.leftovers().empty()) << "left in TMPDIR: " << joined(tmpdir_.leftovers());
+  }
+
+  static bool contains(const std::string& text, const std::string& pattern) {
+    return std::regex_search(text, std::regex(pattern));
+  }
+
+  ScratchTmpdir tmpdir_;
+  std::string marker_ = unique_marker();
+};
+
+TEST_F(LauncherFailure, ARankExitingNonZeroStopsTheOthers) {
+  ProcessResult result = launch({"-n", "4", kProbeProgram, "--exit-code", "1", "--on-rank", "2",
+                                 "--fence-timeout", "30", "--marker", marker_});
+  EXPECT_FALSE(result.timed_out);
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  // PMIx may let the others' closing fence complete without the departed rank, so they can
+  // have ended by themselves when the launcher looks.
+  EXPECT_TRUE(contains(result.err, R"(riseml-launch: rank 2 \(pid \d+\) exited with status 1; )"
+                                   R"((stopping the other [1-3] ranks?|no other rank is running))"))
+      << result.err;
+  EXPECT_LT(result.elapsed, seconds(20));
+  expect_nothing_left();
+}
+
+TEST_F(LauncherFailure, ARankKilledByASignalStopsTheOthers) {
+  ProcessResult result = launch({"-n", "4", kProbeProgram, "--kill-self", "9", "--on-rank", "1",
+                                 "--fence-timeout", "30", "--marker", marker_});
+  EXPECT_EQ(result.exit_code, 128 + 9) << result.err;
+  EXPECT_TRUE(
+      contains(result.err,
+               R"(riseml-launch: rank 1 \(pid \d+\) was killed by signal 9 \(Killed\); stopping)"))
+      << result.err;
+  EXPECT_LT(result.elapsed, seconds(20));
+  expect_nothing_left();
+}
+
+TEST_F(LauncherFailure, ARankHangingOutsideTheFenceTimesTheOthersOut) {
+  ProcessResult result = launch({"-n", "4", kProbeProgram, "--hang-on-rank", "3", "--fence-timeout",
+                                 "2", "--marker", marker_});
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  EXPECT_TRUE(contains(result.err, R"(PMIx_Fence did not complete within 2 s .*TIMEOUT)"))
+      << result.err;
+  EXPECT_TRUE(contains(result.err, R"(riseml-launch: rank [0-2] \(pid \d+\) exited with status 1)"))
+      << result.err;
+  EXPECT_GE(result.elapsed, seconds(2));
+  EXPECT_LT(result.elapsed, seconds(20));
+  expect_nothing_left();
+}
+
+TEST_F(LauncherFailure, SigtermToTheLauncherStopsEveryRank) {
+  SpawnedProcess launcher({kLaunchProgram, "-n", "4", kProbeProgram, "--hang-on-rank", "0",
+                           "--fence-timeout", "300", "--marker", marker_},
+                          {{"TMPDIR", tmpdir_.path()}});
+  bool started = launcher.wait_for_stdout(
+      [](const std::string& out) { return parse_probe_output(out).facts.size() == 4; },
+      seconds(30));
+  ASSERT_TRUE(started) << launcher.out();
+  EXPECT_EQ(processes_with_marker(marker_, milliseconds(0)).size(), 5u);  // launcher + 4 ranks
+  launcher.send_signal(SIGTERM);
+  ProcessResult result = launcher.wait(seconds(30));
+  EXPECT_FALSE(result.timed_out);
+  EXPECT_EQ(result.exit_code, 128 + SIGTERM) << result.err;
+  EXPECT_TRUE(contains(result.err, R"(riseml-launch: received SIGTERM; stopping 4 ranks)"))
+      << result.err;
+  expect_nothing_left();
+}
+
+TEST_F(LauncherFailure, RanksIgnoringSigtermAreKilledAfterTheGracePeriod) {
+  // Each rank's shell ignores SIGTERM, and so does the sleep it starts (ignored signals stay
+  // ignored across exec).
+  std::string script = "trap '' TERM; echo ready; sleep 300; : " + marker_;
+  SpawnedProcess launcher({kLaunchProgram, "-n", "3", "--stop-grace", "1", "sh", "-c", script},
+                          {{"TMPDIR", tmpdir_.path()}});
+  ASSERT_TRUE(launcher.wait_for_stdout(
+      [](const std::string& out) { return out == "ready\nready\nready\n"; }, seconds(30)))
+      << launcher.out();
+  launcher.send_signal(SIGTERM);
+  ProcessResult result = launcher.wait(seconds(30));
+  EXPECT_EQ(result.exit_code, 128 + SIGTERM) << result.err;
+  EXPECT_TRUE(contains(result.err,
+                       R"(3 ranks still running 1 s after being asked to stop; sending SIGKILL)"))
+      << result.err;
+  EXPECT_GE(result.elapsed, seconds(1));
+  EXPECT_LT(result.elapsed, seconds(15));
+  expect_nothing_left();
+}
+
+TEST_F(LauncherFailure, WhatARankStartedIsStoppedWithIt) {
+  // The grandchild shell carries the marker and, as a background job of a non-interactive
+  // shell, ignores SIGINT: it must still not outlive the job.
+  std::string script = "sh -c 'sleep 300; : " + marker_ + "' & echo ready; wait";
+  SpawnedProcess launcher({kLaunchProgram, "-n", "2", "sh", "-c", script},
+                          {{"TMPDIR", tmpdir_.path()}});
+  ASSERT_TRUE(launcher.wait_for_stdout(
+      [](const std::string& out) { return out == "ready\nready\n"; }, seconds(30)));
+  // The launcher and both ranks carry the marker in their arguments too (and a shell's fork
+  // shows its parent's arguments until it execs).
+  EXPECT_GE(processes_with_marker(marker_, milliseconds(0)).size(), 5u);
+  launcher.send_signal(SIGINT);
+  ProcessResult result = launcher.wait(seconds(30));
+  EXPECT_EQ(result.exit_code, 128 + SIGINT) << result.err;
+  expect_nothing_left();
+}
+
+TEST_F(LauncherFailure, TimeoutStopsTheJob) {
+  ProcessResult result = launch({"-n", "2", "--timeout", "1", kProbeProgram, "--hang-on-rank", "0",
+                                 "--fence-timeout", "300", "--marker", marker_});
+  EXPECT_EQ(result.exit_code, 124) << result.err;
+  EXPECT_TRUE(contains(result.err, R"(the job ran longer than --timeout 1 s; stopping 2 ranks)"))
+      << result.err;
+  EXPECT_LT(result.elapsed, seconds(15));
+  expect_nothing_left();
+}
+
+TEST_F(LauncherFailure, PmixAbortStopsTheJobWithItsStatus) {
+  ProcessResult result = launch({"-n", "3", kAbortHelperProgram, "1", marker_});
+  EXPECT_EQ(result.exit_code, 7) << result.err;
+  EXPECT_TRUE(contains(result.err,
+                       R"(rank 1 \(pid \d+\) called PMIx_Abort with status 7 \(helper gives up\); )"
+                       R"(stopping the other 2 ranks)"))
+      << result.err;
+  EXPECT_LT(result.elapsed, seconds(15));
+  expect_nothing_left();
+}
+
+TEST_F(LauncherFailure, TheExitStatusOfTheFailedRankIsPassedOn) {
+  ProcessResult result = launch({"-n", "2", kProbeProgram, "--exit-code", "42", "--on-rank", "0",
+                                 "--fence-timeout", "30", "--marker", marker_});
+  EXPECT_EQ(result.exit_code, 42) << result.err;
+  EXPECT_TRUE(contains(result.err, R"(rank 0 \(pid \d+\) exited with status 42)")) << result.err;
+  expect_nothing_left();
+}
+
+TEST_F(LauncherFailure, AMissingProgramIsReportedOnce) {
+  ProcessResult result = launch({"-n", "4", "riseml-no-such-program"});
+  EXPECT_EQ(result.exit_code, 127);
+  EXPECT_EQ(result.err,
+            "riseml-launch: cannot find program 'riseml-no-such-program' (no executable file of "
+            "that name in any PATH directory)\n");
+  expect_nothing_left();
+}
+
+}  // namespace
+}  // namespace riseml::testing

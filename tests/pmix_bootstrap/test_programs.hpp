@@ -1,0 +1,11 @@
+// Where the programs under test were built (set by tests/pmix_bootstrap/CMakeLists.txt).
+#pragma once
+
+namespace riseml::testing {
+
+inline constexpr const char* kLaunchProgram = RISEML_LAUNCH_PATH;
+inline constexpr const char* kProbeProgram = RISEML_PROBE_PATH;
+inline constexpr const char* kAbortHelperProgram = RISEML_ABORT_HELPER_PATH;
+inline constexpr const char* kRendezvousHelperProgram = RISEML_RENDEZVOUS_HELPER_PATH;
+
+}  // namespace riseml::testing
