@@ -29,6 +29,7 @@ log=$dir/riseml-e2e-bind-$job.out
 [ "$(job_state "$job")" = COMPLETED ] || fail "job $job ended $(job_state "$job"):"$'\n'"$(cat "$log")"
 lines=$(grep '^bound rank=' "$log" || true)
 [ "$(grep -c . <<<"$lines")" -eq 4 ] || fail "want 4 'bound' lines in $log:"$'\n'"$(cat "$log")"
+# shellcheck disable=SC2013 # host names have no spaces
 for host in $(sed -n 's/.* host=\([^ ]*\) .*/\1/p' <<<"$lines" | sort -u); do
   mine=$(grep " host=$host " <<<"$lines")
   [ "$(sed -n 's/.* local=\([^ ]*\) .*/\1/p' <<<"$mine" | sort | tr '\n' ' ')" = "0 1 " ] ||

@@ -18,18 +18,19 @@ need_riseml_plugin() {
 
 # "0-2,5" -> "0 1 2 5"
 expand_cpus() {
-  local part out=()
+  local part parts expanded=()
   IFS=, read -r -a parts <<<"$1"
   for part in "${parts[@]}"; do
-    if [[ $part == *-* ]]; then out+=($(seq "${part%-*}" "${part#*-}")); else out+=("$part"); fi
+    if [[ $part == *-* ]]; then mapfile -t -O "${#expanded[@]}" expanded < <(seq "${part%-*}" "${part#*-}"); else expanded+=("$part"); fi
   done
-  echo "${out[*]}"
+  echo "${expanded[*]}"
 }
 
 # One line per task with what the plugin gave it, fields separated by '|':
 # host|SLURM_LOCALID|CUDA_VISIBLE_DEVICES|RISEML_LOCAL_RANK|RISEML_LOCAL_SIZE|RISEML_NODE_ID|
 # NCCL_IB_HCA|NCCL_SOCKET_IFNAME|UCX_NET_DEVICES|OMP_NUM_THREADS|CUDA_DEVICE_ORDER|
 # Cpus_allowed_list|RISEML_PLAN
+# shellcheck disable=SC2016,SC2034 # expanded by the task's shell; used by the sourcing scripts
 task_report='echo "T|$(hostname)|$SLURM_LOCALID|${CUDA_VISIBLE_DEVICES-unset}|${RISEML_LOCAL_RANK-unset}|${RISEML_LOCAL_SIZE-unset}|${RISEML_NODE_ID-unset}|${NCCL_IB_HCA-unset}|${NCCL_SOCKET_IFNAME-unset}|${UCX_NET_DEVICES-unset}|${OMP_NUM_THREADS-unset}|${CUDA_DEVICE_ORDER-unset}|$(sed -n "s/^Cpus_allowed_list:[[:space:]]*//p" /proc/self/status)|${RISEML_PLAN-unset}"'
 
 # Checks the task lines of one --riseml-bind=auto step: TASKS_PER_NODE tasks on each node, each

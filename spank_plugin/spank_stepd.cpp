@@ -1,0 +1,168 @@
+#include "spank_stepd.hpp"
+
+#include <unistd.h>
+
+#include <string>
+
+#include "cpu_list.hpp"
+#include "hwloc_loader.hpp"
+#include "spank_state.hpp"
+#include "task_binding.hpp"
+
+namespace riseml::spank {
+namespace {
+
+std::string getenv_of(spank_t sp, const char* name) {
+  char buf[4096];
+  if (spank_getenv(sp, name, buf, sizeof buf) != ESPANK_SUCCESS) return {};
+  return buf;
+}
+
+// Reports a failure the way the admin chose: fail the step (-1) or warn and go on (0).
+int fail_or_warn(const std::string& what, const char* fix) {
+  if (state().config.on_error == OnError::warn) {
+    slurm_error("riseml: %s; %s. Continuing without --riseml-bind (on_error=warn)", what.c_str(), fix);
+    state().active = false;
+    return 0;
+  }
+  slurm_error("riseml: %s; %s", what.c_str(), fix);
+  return -1;
+}
+
+// The step's GPUs: Slurm's numbers (SLURM_STEP_GPUS, else the step's CUDA_VISIBLE_DEVICES /
+// ROCR_VISIBLE_DEVICES, numbers or GPU UUIDs) and what the step calls them; none of these: every
+// GPU of the node. False (with `error`) when the step names GPUs the topology cannot match.
+bool step_gpus(spank_t sp, const placement::NodeTopology& topology, placement::StepFacts& facts, std::string& error) {
+  std::string visible = getenv_of(sp, "CUDA_VISIBLE_DEVICES");
+  if (visible.empty()) visible = getenv_of(sp, "ROCR_VISIBLE_DEVICES");
+  const std::string step = getenv_of(sp, "SLURM_STEP_GPUS");
+  slurm_debug("riseml: SLURM_STEP_GPUS=%s CUDA/ROCR_VISIBLE_DEVICES=%s", step.c_str(), visible.c_str());
+  if (step == "NoDevFiles" || visible == "NoDevFiles") {  // Slurm: a gres step without GPUs here
+    facts.gpus = std::vector<unsigned>{};
+    return true;
+  }
+  const auto names = placement::split(visible, ',');
+  auto numbers = placement::parse_number_list(step);
+  if (!numbers) numbers = placement::parse_number_list(visible);
+  if (numbers) {
+    facts.gpus = *numbers;
+    // Names by position: Slurm lists both in ascending GPU order (global numbers, or 0..k-1 when
+    // ConstrainDevices renumbers them).
+    if (names.size() == numbers->size()) facts.gpu_names = names;
+    return true;
+  }
+  if (visible.empty()) return true;
+  std::vector<unsigned> by_uuid;
+  for (const auto& name : names) {
+    unsigned i = 0;
+    while (i < topology.gpus.size() && topology.gpus[i].uuid != name) ++i;
+    if (i == topology.gpus.size()) {
+      error = "the step's CUDA_VISIBLE_DEVICES/ROCR_VISIBLE_DEVICES=" + visible + " names " + name +
+              ", which is neither a GPU number nor a UUID of the topology (" + topology.source + ")";
+      return false;
+    }
+    by_uuid.push_back(i);
+  }
+  facts.gpus = by_uuid;
+  facts.gpu_names = names;
+  return true;
+}
+
+}  // namespace
+
+int stepd_init_post_opt(spank_t /*sp*/) {
+  PluginState& s = state();
+  s.bind = s.user_bind ? *s.user_bind : s.config.default_bind;
+  return 0;
+}
+
+int stepd_user_init(spank_t sp) {
+  PluginState& s = state();
+  s.active = false;
+  if (s.bind.mode == BindRequest::Mode::none) return 0;
+  std::uint32_t step_id = 0;
+  if (spank_get_item(sp, S_JOB_STEPID, &step_id) != ESPANK_SUCCESS || step_id >= first_special_step) return 0;
+
+  placement::StepFacts facts;
+  std::uint32_t ntasks = 0, node_id = 0;
+  if (spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &ntasks) != ESPANK_SUCCESS ||
+      spank_get_item(sp, S_JOB_NODEID, &node_id) != ESPANK_SUCCESS) {
+    return fail_or_warn("cannot read the step's local task count and node id", "this is a Slurm problem");
+  }
+  facts.local_tasks = ntasks;
+  facts.node_id = node_id;
+  facts.cpus = current_cpus();
+  if (!facts.cpus) return fail_or_warn("sched_getaffinity failed", "this is a system problem");
+
+  placement::NodeTopology topology;
+  std::string error;
+  if (!placement::load_topology(s.config.topology, topology, error)) {
+    return fail_or_warn(error, s.config.topology.empty()
+                                   ? "check that hwloc works on this node (lstopo), or set topology= in plugstack.conf"
+                                   : "fix topology= in plugstack.conf (a file readable by every user), or run "
+                                     "with --riseml-bind=none");
+  }
+  if (!step_gpus(sp, topology, facts, error)) {
+    return fail_or_warn(error, "unset it or run with --riseml-bind=none");
+  }
+  try {
+    s.plans = placement::make_plan(topology, facts, s.config.plan);
+  } catch (const placement::PlanError& e) {
+    return fail_or_warn(e.what(), "check it with riseml-plan, or run with --riseml-bind=none");
+  }
+  char host[256] = "";
+  gethostname(host, sizeof host - 1);
+  s.hostname = host;
+  s.active = true;
+  for (const auto& p : s.plans) slurm_verbose("riseml: node %u: %s", node_id, placement::one_line(p).c_str());
+  return 0;
+}
+
+int stepd_task_init(spank_t sp) {
+  PluginState& s = state();
+  if (!s.active) return 0;
+  int task_id = -1;
+  if (spank_get_item(sp, S_TASK_ID, &task_id) != ESPANK_SUCCESS || task_id < 0 ||
+      static_cast<std::size_t>(task_id) >= s.plans.size()) {
+    return fail_or_warn("no plan for local task " + std::to_string(task_id), "this is a bug in spank_riseml.so");
+  }
+  const placement::TaskPlan& plan = s.plans[static_cast<std::size_t>(task_id)];
+  for (const auto& name : plan.unset_env) spank_unsetenv(sp, name.c_str());
+  for (const auto& [name, value] : plan.env) {
+    if (spank_setenv(sp, name.c_str(), value.c_str(), 1) != ESPANK_SUCCESS) {
+      return fail_or_warn("cannot set " + name + " for task " + std::to_string(task_id), "this is a Slurm problem");
+    }
+  }
+  std::string error;
+  if (s.bind.mode == BindRequest::Mode::full) {
+    error = bind_cpus(plan.cpus);
+    if (!error.empty()) {
+      return fail_or_warn("task " + std::to_string(task_id) + ": binding to CPUs " +
+                              placement::format_number_list(plan.cpus) + " failed: " + error,
+                          "run with --riseml-bind=env to set only the environment");
+    }
+    error = bind_memory(plan.mems, s.config.membind);
+    if (!error.empty()) {
+      return fail_or_warn("task " + std::to_string(task_id) + ": binding memory to NUMA node(s) " +
+                              placement::format_number_list(plan.mems) + " failed: " + error,
+                          "set membind=prefer or membind=none in plugstack.conf, or run with --riseml-bind=env");
+    }
+  }
+  // Like --cpu-bind=verbose, on the user's stderr (slurm_spank_log reaches srun; the task's own
+  // stderr is not connected yet).
+  if (s.bind.verbose) {
+    std::string line = "riseml-bind: " + s.hostname + " " + placement::one_line(plan);
+    for (const auto& [name, value] : plan.env) {
+      if (name != "RISEML_PLAN") line += " " + name + "=" + value;
+    }
+    slurm_spank_log("%s", line.c_str());
+  }
+  if (s.bind.verbose || task_id == 0) {
+    for (const auto& w : plan.warnings) {
+      slurm_spank_log("riseml-bind: %s task %d: warning: %s", s.hostname.c_str(), task_id, w.c_str());
+    }
+  }
+  return 0;
+}
+
+}  // namespace riseml::spank

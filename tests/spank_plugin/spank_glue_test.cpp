@@ -1,0 +1,253 @@
+// The SPANK callbacks of spank_riseml.so driven by a fake Slurm (fake_spank.cpp): contexts,
+// options, plugstack arguments, skipped steps, errors by on_error=, and the per-task environment.
+#include <gtest/gtest.h>
+#include <linux/mempolicy.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "cpu_list.hpp"
+#include "fake_spank.hpp"
+
+extern "C" {
+int slurm_spank_init(spank_t sp, int argc, char** argv);
+int slurm_spank_init_post_opt(spank_t sp, int argc, char** argv);
+int slurm_spank_user_init(spank_t sp, int argc, char** argv);
+int slurm_spank_task_init(spank_t sp, int argc, char** argv);
+int slurm_spank_exit(spank_t sp, int argc, char** argv);
+}
+
+namespace riseml::spank::test {
+namespace {
+
+const std::string fixture = RISEML_FIXTURE_TOPOLOGY;
+
+bool contains(const std::vector<std::string>& lines, const std::string& part) {
+  for (const auto& l : lines) {
+    if (l.find(part) != std::string::npos) return true;
+  }
+  return false;
+}
+
+class SpankGlue : public ::testing::Test {
+ protected:
+  void SetUp() override { reset_fake(); }
+  void TearDown() override { slurm_spank_exit(nullptr, 0, nullptr); }
+
+  int init(std::vector<std::string> args) {
+    args_ = std::move(args);
+    argv_.clear();
+    for (auto& a : args_) argv_.push_back(a.data());
+    return slurm_spank_init(nullptr, static_cast<int>(argv_.size()), argv_.data());
+  }
+  int option(const char* value) {
+    for (const auto& o : fake().options) {
+      if (std::string(o.name) == "riseml-bind") return o.cb(o.val, value, fake().context == S_CTX_REMOTE);
+    }
+    ADD_FAILURE() << "--riseml-bind not registered";
+    return -1;
+  }
+  // post_opt + user_init for a step of `tasks` local tasks with Slurm's GPUs 0..tasks-1.
+  int start_step(unsigned tasks) {
+    fake().local_tasks = tasks;
+    std::string gpus;
+    for (unsigned i = 0; i < tasks; ++i) gpus += (i ? "," : "") + std::to_string(i);
+    fake().env["SLURM_STEP_GPUS"] = gpus;
+    fake().env["CUDA_VISIBLE_DEVICES"] = gpus;
+    EXPECT_EQ(slurm_spank_init_post_opt(nullptr, 0, nullptr), 0);
+    return slurm_spank_user_init(nullptr, 0, nullptr);
+  }
+  // task_init of one task on a copy of the step's environment; returns the task's environment.
+  std::map<std::string, std::string> task(int id, int* rc = nullptr) {
+    const auto step_env = fake().env;
+    fake().task_id = id;
+    const int r = slurm_spank_task_init(nullptr, 0, nullptr);
+    if (rc != nullptr) *rc = r;
+    auto env = fake().env;
+    fake().env = step_env;
+    return env;
+  }
+
+  std::vector<std::string> args_;
+  std::vector<char*> argv_;
+};
+
+TEST_F(SpankGlue, OptionRegisteredWhereUsersTypeIt) {
+  for (auto ctx : {S_CTX_LOCAL, S_CTX_ALLOCATOR, S_CTX_REMOTE}) {
+    reset_fake();
+    fake().context = ctx;
+    EXPECT_EQ(init({}), 0);
+    ASSERT_EQ(fake().options.size(), 1u);
+    EXPECT_STREQ(fake().options[0].name, "riseml-bind");
+  }
+  reset_fake();
+  fake().context = S_CTX_SLURMD;
+  EXPECT_EQ(init({"colour=blue"}), 0);  // slurmd: nothing to do, nothing checked
+  EXPECT_TRUE(fake().options.empty());
+}
+
+TEST_F(SpankGlue, BadOptionValueIsRefusedWithTheChoices) {
+  fake().context = S_CTX_LOCAL;
+  ASSERT_EQ(init({}), 0);
+  EXPECT_EQ(option("bogus"), -1);
+  EXPECT_TRUE(contains(fake().errors, "riseml: --riseml-bind=bogus: 'bogus' is not a choice; use auto"));
+  EXPECT_EQ(option(nullptr), -1);
+  EXPECT_EQ(option("auto,verbose"), 0);
+}
+
+TEST_F(SpankGlue, BadPlugstackArgumentFailsInit) {
+  EXPECT_EQ(init({"topology=relative.xml"}), -1);
+  EXPECT_TRUE(contains(fake().errors, "riseml: topology=relative.xml: give the absolute path"));
+  EXPECT_TRUE(contains(fake().errors, "plugstack.conf"));
+}
+
+TEST_F(SpankGlue, EachTaskGetsItsGpuNicAndRank) {
+  ASSERT_EQ(init({"topology=" + fixture, "nic_exclude=mlx5_2"}), 0);
+  ASSERT_EQ(option("env"), 0);
+  ASSERT_EQ(start_step(4), 0);
+  for (int t = 0; t < 4; ++t) {
+    auto env = task(t);
+    EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], std::to_string(t));
+    EXPECT_EQ(env["RISEML_LOCAL_RANK"], std::to_string(t));
+    EXPECT_EQ(env["RISEML_LOCAL_SIZE"], "4");
+    EXPECT_EQ(env["NCCL_IB_HCA"], t < 2 ? "=mlx5_0:1" : "=mlx5_1:1");
+    EXPECT_EQ(env["CUDA_DEVICE_ORDER"], "PCI_BUS_ID");
+  }
+  EXPECT_TRUE(fake().errors.empty());
+}
+
+TEST_F(SpankGlue, SbatchOptionThroughTheEnvironmentWorksLikeSrun) {
+  // Slurm turns #SBATCH --riseml-bind=auto into SLURM_SPANK__SLURM_SPANK_OPTION_riseml_riseml_bind
+  // and calls the same callback in srun and slurmstepd; the remote call must be enough.
+  ASSERT_EQ(init({"topology=" + fixture}), 0);
+  ASSERT_EQ(option("env,verbose"), 0);
+  ASSERT_EQ(start_step(2), 0);
+  task(0);
+  task(1);
+  EXPECT_TRUE(contains(fake().user_log, "task=1 gpus=0000:1b:00.0"));
+}
+
+TEST_F(SpankGlue, DefaultIsNoneAndNoneTouchesNothing) {
+  ASSERT_EQ(init({"topology=" + fixture}), 0);
+  ASSERT_EQ(start_step(2), 0);
+  EXPECT_EQ(task(0).count("RISEML_LOCAL_RANK"), 0u);
+  slurm_spank_exit(nullptr, 0, nullptr);
+  reset_fake();
+  ASSERT_EQ(init({"topology=" + fixture}), 0);
+  ASSERT_EQ(option("none"), 0);
+  ASSERT_EQ(start_step(2), 0);
+  auto env = task(1);
+  EXPECT_EQ(env.count("RISEML_LOCAL_RANK"), 0u);
+  EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "0,1");  // Slurm's, untouched
+}
+
+TEST_F(SpankGlue, AdminDefaultApplies) {
+  ASSERT_EQ(init({"topology=" + fixture, "default=env"}), 0);
+  ASSERT_EQ(start_step(2), 0);
+  EXPECT_EQ(task(1)["RISEML_LOCAL_RANK"], "1");
+}
+
+TEST_F(SpankGlue, BatchAndExternStepsAreSkipped) {
+  for (std::uint32_t step : {0xfffffffbU, 0xfffffffcU, 0xfffffffaU}) {
+    slurm_spank_exit(nullptr, 0, nullptr);
+    reset_fake();
+    ASSERT_EQ(init({"topology=/nonexistent.xml"}), 0);
+    ASSERT_EQ(option("auto"), 0);
+    fake().step_id = step;
+    EXPECT_EQ(start_step(1), 0) << step;
+    EXPECT_EQ(task(0).count("RISEML_LOCAL_RANK"), 0u);
+    EXPECT_TRUE(fake().errors.empty());
+  }
+}
+
+TEST_F(SpankGlue, UnreadableTopologyFailsOrWarnsByAdminChoice) {
+  ASSERT_EQ(init({"topology=/nonexistent/node.xml"}), 0);
+  ASSERT_EQ(option("auto"), 0);
+  EXPECT_EQ(start_step(1), -1);
+  EXPECT_TRUE(contains(fake().errors, "riseml: cannot read topology file /nonexistent/node.xml"));
+  EXPECT_TRUE(contains(fake().errors, "fix topology= in plugstack.conf"));
+  slurm_spank_exit(nullptr, 0, nullptr);
+  reset_fake();
+  ASSERT_EQ(init({"topology=/nonexistent/node.xml", "on_error=warn"}), 0);
+  ASSERT_EQ(option("auto"), 0);
+  EXPECT_EQ(start_step(1), 0);
+  EXPECT_TRUE(contains(fake().errors, "on_error=warn"));
+  int rc = -1;
+  EXPECT_EQ(task(0, &rc).count("RISEML_LOCAL_RANK"), 0u);
+  EXPECT_EQ(rc, 0);
+}
+
+TEST_F(SpankGlue, GpuTheTopologyLacksFailsTheStep) {
+  ASSERT_EQ(init({"topology=" + fixture}), 0);
+  ASSERT_EQ(option("auto"), 0);
+  EXPECT_EQ(start_step(6), -1);
+  EXPECT_TRUE(contains(fake().errors, "the step was given GPU 4 but the topology"));
+}
+
+TEST_F(SpankGlue, SlurmsNoDevFilesMeansNoGpu) {
+  ASSERT_EQ(init({"topology=" + fixture}), 0);
+  ASSERT_EQ(option("env"), 0);
+  fake().local_tasks = 1;
+  fake().env["CUDA_VISIBLE_DEVICES"] = "NoDevFiles";
+  ASSERT_EQ(slurm_spank_init_post_opt(nullptr, 0, nullptr), 0);
+  ASSERT_EQ(slurm_spank_user_init(nullptr, 0, nullptr), 0);
+  auto env = task(0);
+  EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "NoDevFiles");
+  EXPECT_EQ(env["RISEML_PLAN"].find("gpus=-"), env["RISEML_PLAN"].find(" gpus=") + 1);
+}
+
+TEST_F(SpankGlue, GpusNamedByUuidAreMatchedToTheTopology) {
+  const std::string dgx2 = std::string(RISEML_TOPOLOGY_DIR_DEFAULT) + "/hwloc-nvidia-dgx2.xml";
+  ASSERT_EQ(init({"topology=" + dgx2}), 0);
+  ASSERT_EQ(option("env"), 0);
+  fake().local_tasks = 2;
+  const std::string a = "GPU-d3977428-7a30-086b-2e20-5c1eeed647c6", b = "GPU-5bfda7ef-6aec-a775-5ae1-a1c3dcaef094";
+  fake().env["CUDA_VISIBLE_DEVICES"] = a + "," + b;
+  ASSERT_EQ(slurm_spank_init_post_opt(nullptr, 0, nullptr), 0);
+  ASSERT_EQ(slurm_spank_user_init(nullptr, 0, nullptr), 0) << (fake().errors.empty() ? "" : fake().errors.back());
+  const std::string t0 = task(0)["CUDA_VISIBLE_DEVICES"], t1 = task(1)["CUDA_VISIBLE_DEVICES"];
+  EXPECT_NE(t0, t1);
+  EXPECT_TRUE((t0 == a && t1 == b) || (t0 == b && t1 == a)) << t0 << " " << t1;
+  slurm_spank_exit(nullptr, 0, nullptr);
+  reset_fake();
+  ASSERT_EQ(init({"topology=" + dgx2}), 0);
+  ASSERT_EQ(option("auto"), 0);
+  fake().env["CUDA_VISIBLE_DEVICES"] = "MIG-0a1b";
+  ASSERT_EQ(slurm_spank_init_post_opt(nullptr, 0, nullptr), 0);
+  EXPECT_EQ(slurm_spank_user_init(nullptr, 0, nullptr), -1);
+  EXPECT_TRUE(contains(fake().errors, "names MIG-0a1b, which is neither a GPU number nor a UUID"));
+}
+
+TEST_F(SpankGlue, AutoBindsTheTaskCpusAndMemory) {
+  cpu_set_t before;
+  ASSERT_EQ(sched_getaffinity(0, sizeof before, &before), 0);
+  ASSERT_EQ(init({"topology=" + fixture}), 0);
+  ASSERT_EQ(option("auto"), 0);
+  ASSERT_EQ(start_step(2), 0);
+  int rc = -1;
+  auto env = task(0, &rc);
+  cpu_set_t after;
+  ASSERT_EQ(sched_getaffinity(0, sizeof after, &after), 0);
+  sched_setaffinity(0, sizeof before, &before);
+  syscall(SYS_set_mempolicy, MPOL_DEFAULT, nullptr, 0);
+  EXPECT_EQ(rc, 0) << (fake().errors.empty() ? "" : fake().errors.back());
+  // The process now runs exactly on the CPUs of task 0's plan.
+  const std::string plan = env["RISEML_PLAN"];
+  const std::size_t at = plan.find(" cpus=");
+  ASSERT_NE(at, std::string::npos) << plan;
+  const auto planned = placement::parse_number_list(plan.substr(at + 6, plan.find(' ', at + 1) - at - 6));
+  ASSERT_TRUE(planned) << plan;
+  cpu_set_t want;
+  CPU_ZERO(&want);
+  for (unsigned c : *planned) CPU_SET(c, &want);
+  EXPECT_TRUE(CPU_EQUAL(&want, &after)) << plan;
+  if (CPU_COUNT(&before) >= 2) {
+    EXPECT_LT(CPU_COUNT(&after), CPU_COUNT(&before));
+  }
+}
+
+}  // namespace
+}  // namespace riseml::spank::test
