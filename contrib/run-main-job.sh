@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The README's main-job command: sets up a fresh machine, builds riseml, translates the real
 # RiseML example files, then starts a one-machine Slurm cluster (two nodes in network
-# namespaces, fake GPUs) and submits an example job to it with `riseml submit`.
+# namespaces, fake GPUs, our SPANK plugin) and submits an example job to it with `riseml submit`.
 # RISEML_KEEP_TESTBED=1 leaves the cluster running afterwards.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -34,7 +34,7 @@ trap cleanup EXIT
 job_dir=$(mktemp -d /tmp/riseml-main-job.XXXXXX)
 cp contrib/examples/hello-slurm/riseml.yml "$job_dir/"
 cat >"$job_dir/site.yml" <<SITE
-bind: off          # the binding plugin comes with a later release
+bind: auto         # spank_riseml.so from this build is in the testbed's plugstack.conf
 containers: none
 riseml: $riseml
 SITE
