@@ -14,6 +14,8 @@ packages=(
   slurm-wlm slurmctld slurmd libslurm-dev munge iproute2 util-linux procps
   # benchmark peers
   libopenmpi-dev openmpi-bin libgloo-dev
+  # riseml-bench --plot
+  python3-matplotlib
   # python binding
   python3-torch python3-numpy python3-yaml pybind11-dev python3-dev
 )

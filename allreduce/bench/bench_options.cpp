@@ -1,0 +1,100 @@
+#include "bench_options.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+#include <stdexcept>
+
+namespace riseml::bench {
+
+namespace {
+
+const char* kUsage =
+    "usage: riseml-bench [--sizes 4K,64K,1M,16M,64M,256M] [--dtype float32] [--op sum]\n"
+    "                    [--algo auto|ring|hd|hierarchical] [--peers mpi,gloo] [--rounds 3]\n"
+    "                    [--round-seconds 0.15] [--plot FILE.png] [--csv FILE.csv]\n"
+    "Start it with riseml-launch -n N (PMIx) or mpirun -np N (needed for --peers mpi).\n";
+
+[[noreturn]] void usage_error(const std::string& what) {
+  std::fprintf(stderr, "riseml-bench: %s\n%s", what.c_str(), kUsage);
+  std::exit(2);
+}
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> parts;
+  std::stringstream in(s);
+  std::string p;
+  while (std::getline(in, p, ','))
+    if (!p.empty()) parts.push_back(p);
+  return parts;
+}
+
+}  // namespace
+
+std::size_t parse_size(const std::string& text) {
+  std::size_t pos = 0;
+  const unsigned long long n = std::stoull(text, &pos);
+  std::string unit = text.substr(pos);
+  if (unit.empty() || unit == "B") return n;
+  if (unit == "K" || unit == "KB" || unit == "KiB") return n << 10;
+  if (unit == "M" || unit == "MB" || unit == "MiB") return n << 20;
+  if (unit == "G" || unit == "GB" || unit == "GiB") return n << 30;
+  throw std::invalid_argument("bad size unit in " + text);
+}
+
+BenchOptions parse_bench_options(int argc, char** argv) {
+  BenchOptions o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) usage_error(arg + " needs a value");
+      return argv[++i];
+    };
+    try {
+      if (arg == "-h" || arg == "--help") {
+        std::fputs(kUsage, stdout);
+        std::exit(0);
+      } else if (arg == "--sizes") {
+        o.sizes.clear();
+        for (auto& s : split(value())) o.sizes.push_back(parse_size(s));
+      } else if (arg == "--dtype") {
+        auto t = parse_data_type(value());
+        if (!t) usage_error("unknown --dtype");
+        o.type = *t;
+      } else if (arg == "--op") {
+        auto op = parse_reduce_op(value());
+        if (!op) usage_error("unknown --op");
+        o.op = *op;
+      } else if (arg == "--algo") {
+        const std::string a = value();
+        if (a == "auto") o.algorithm = Algorithm::automatic;
+        else if (a == "ring") o.algorithm = Algorithm::ring;
+        else if (a == "hd" || a == "halving_doubling") o.algorithm = Algorithm::halving_doubling;
+        else if (a == "hierarchical") o.algorithm = Algorithm::hierarchical;
+        else usage_error("unknown --algo " + a);
+      } else if (arg == "--peers") {
+        for (auto& p : split(value())) {
+          if (p == "mpi") o.mpi = true;
+          else if (p == "gloo") o.gloo = true;
+          else usage_error("unknown peer " + p + " (mpi, gloo)");
+        }
+      } else if (arg == "--rounds") {
+        o.rounds = std::stoi(value());
+        if (o.rounds < 1) usage_error("--rounds must be at least 1");
+      } else if (arg == "--round-seconds") {
+        o.round_seconds = std::stod(value());
+      } else if (arg == "--plot") {
+        o.plot = value();
+      } else if (arg == "--csv") {
+        o.csv = value();
+      } else {
+        usage_error("unknown argument " + arg);
+      }
+    } catch (const std::logic_error& e) {
+      usage_error("bad value for " + arg + ": " + e.what());
+    }
+  }
+  return o;
+}
+
+}  // namespace riseml::bench

@@ -1,0 +1,94 @@
+#include "gloo_contender.hpp"
+
+#include <gloo/allreduce_ring_chunked.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/file_store.h>
+#include <gloo/transport/tcp/device.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+
+namespace riseml::bench {
+
+namespace {
+
+class GlooContender : public Contender {
+ public:
+  GlooContender(Communicator& comm, DataType type, ReduceOp op) : type_(type), op_(op) {
+    // Rank 0 makes the store directory and tells the others.
+    char dir[256] = {};
+    if (comm.rank() == 0) {
+      std::strcpy(dir, "/tmp/riseml-bench-gloo-XXXXXX");
+      if (::mkdtemp(dir) == nullptr) throw std::runtime_error("mkdtemp failed");
+    }
+    comm.broadcast(dir, sizeof dir, DataType::uint8, 0);
+    dir_ = dir;
+    owner_ = comm.rank() == 0;
+    gloo::transport::tcp::attr attr;
+    attr.hostname = "127.0.0.1";
+    auto device = gloo::transport::tcp::CreateDevice(attr);
+    gloo::rendezvous::FileStore store(dir_);
+    auto context = std::make_shared<gloo::rendezvous::Context>(comm.rank(), comm.size());
+    context->connectFullMesh(store, device);
+    context_ = context;
+    comm.barrier();
+  }
+  ~GlooContender() override {
+    if (owner_) {
+      std::error_code ec;
+      std::filesystem::remove_all(dir_, ec);
+    }
+  }
+
+  std::string name() const override { return "gloo"; }
+  std::string description() const override {
+    return "gloo: AllreduceRingChunked over its tcp transport (loopback)";
+  }
+  bool supports(DataType t, ReduceOp op) const override {
+    return op != ReduceOp::average &&
+           (t == DataType::float32 || t == DataType::float64 || t == DataType::int32 ||
+            t == DataType::int64 || t == DataType::float16);
+  }
+  bool in_place() const override { return true; }
+
+  void prepare(const void*, void* out, std::size_t count) override {
+    switch (type_) {
+      case DataType::float32: algorithm_ = make<float>(out, count); break;
+      case DataType::float64: algorithm_ = make<double>(out, count); break;
+      case DataType::int32: algorithm_ = make<std::int32_t>(out, count); break;
+      case DataType::int64: algorithm_ = make<std::int64_t>(out, count); break;
+      case DataType::float16: algorithm_ = make<gloo::float16>(out, count); break;
+      default: algorithm_.reset();
+    }
+  }
+  void run(const void*, void*, std::size_t) override { algorithm_->run(); }
+
+ private:
+  template <class T>
+  std::unique_ptr<gloo::Algorithm> make(void* out, std::size_t count) {
+    const gloo::ReductionFunction<T>* fn = gloo::ReductionFunction<T>::sum;
+    if (op_ == ReduceOp::min) fn = gloo::ReductionFunction<T>::min;
+    if (op_ == ReduceOp::max) fn = gloo::ReductionFunction<T>::max;
+    if (op_ == ReduceOp::product) fn = gloo::ReductionFunction<T>::product;
+    std::vector<T*> ptrs{static_cast<T*>(out)};
+    return std::make_unique<gloo::AllreduceRingChunked<T>>(context_, ptrs,
+                                                           static_cast<int>(count), fn);
+  }
+
+  DataType type_;
+  ReduceOp op_;
+  std::string dir_;
+  bool owner_ = false;
+  std::shared_ptr<gloo::Context> context_;
+  std::unique_ptr<gloo::Algorithm> algorithm_;
+};
+
+}  // namespace
+
+std::unique_ptr<Contender> make_gloo_contender(Communicator& comm, DataType type, ReduceOp op) {
+  return std::make_unique<GlooContender>(comm, type, op);
+}
+
+}  // namespace riseml::bench

@@ -1,0 +1,93 @@
+// The collectives core's C++ interface: a communicator over the ranks of a job, built from a
+// rendezvous (pmix_bootstrap/ in production, in memory in tests). Every call is collective and
+// blocking; it either completes on every rank or throws a CollectiveError on every rank within
+// the timeout. After an error the communicator is failed: later calls throw ErrorKind::aborted.
+#pragma once
+
+#include <riseml/collective_error.hpp>
+#include <riseml/datatype.hpp>
+#include <riseml/rendezvous.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+
+namespace riseml {
+
+enum class Algorithm : std::uint8_t { automatic, ring, halving_doubling, hierarchical };
+enum class TransportChoice : std::uint8_t { automatic, shm, tcp, inproc };
+
+std::string_view to_string(Algorithm a);
+std::string_view to_string(TransportChoice t);
+
+struct CommunicatorOptions {
+  // How long one collective call (and setup) may wait for a peer. RISEML_TIMEOUT_S.
+  std::chrono::milliseconds timeout = std::chrono::seconds(60);
+  // RISEML_ALGORITHM: auto | ring | halving_doubling (hd) | hierarchical. Must agree on all ranks
+  // (a disagreement is detected and reported as a mismatch).
+  Algorithm algorithm = Algorithm::automatic;
+  // RISEML_TRANSPORT: auto (shm between ranks of one host, tcp otherwise) | shm | tcp | inproc.
+  // inproc requires every rank to be a thread of this process (unit tests).
+  TransportChoice transport = TransportChoice::automatic;
+  // RISEML_IFACE: the network interface (or IPv4 address) TCP listens on; empty = the address
+  // the hostname resolves to, else loopback.
+  std::string iface;
+  // RISEML_TCP_CONNECTIONS: TCP connections per peer (large messages are striped over them).
+  int tcp_connections = 1;
+  // Keys published on the rendezvous start with this prefix; communicators of one job that
+  // are set up at the same time need distinct prefixes.
+  std::string rendezvous_prefix = "riseml";
+  // Ranks with equal host keys count as one host (shared memory, hierarchical layout). Empty:
+  // hostname + boot id, or RISEML_HOST_KEY. Tests set it to fake several hosts.
+  std::string host_key;
+
+  // The defaults overridden by the RISEML_* environment variables above. Throws
+  // CollectiveError(invalid_argument) on a malformed value.
+  static CommunicatorOptions from_environment();
+};
+
+class Context;
+
+class Communicator {
+ public:
+  // Collective: sets up the transports to every peer. Throws CollectiveError.
+  Communicator(Rendezvous& rendezvous, const CommunicatorOptions& options);
+  ~Communicator();
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  int rank() const;
+  int size() const;
+
+  // out[i] = in[i] of rank 0 (op) ... (op) in[i] of rank size-1; in == out is allowed.
+  // float16/bfloat16 are accumulated in float32 and rounded (to nearest even) once.
+  // Average divides the sum by size (integers: truncating). Integer sums and products wrap.
+  // Every rank ends with bit-identical results; a repeated call gives the same bits.
+  void allreduce(const void* in, void* out, std::size_t count, DataType type, ReduceOp op,
+                 Algorithm algorithm = Algorithm::automatic);
+
+  // buffer of `root` is copied into every rank's buffer.
+  void broadcast(void* buffer, std::size_t count, DataType type, int root);
+
+  // out = in of rank 0, in of rank 1, ...; `count` elements each.
+  void allgather(const void* in, void* out, std::size_t count, DataType type);
+  // As allgather, with counts[r] elements from rank r; counts must agree on all ranks.
+  void allgatherv(const void* in, void* out, std::span<const std::size_t> counts, DataType type);
+
+  // Reduces size()*count elements of `in` over all ranks; rank r receives block r in `out`.
+  void reduce_scatter(const void* in, void* out, std::size_t count, DataType type, ReduceOp op);
+
+  void barrier();
+
+  // Which algorithm `allreduce` would run for this many bytes (after RISEML_ALGORITHM).
+  Algorithm algorithm_for(std::size_t bytes) const;
+  // A short description of the transport per peer, e.g. "shm shm tcp".
+  std::string describe_transports() const;
+
+ private:
+  std::unique_ptr<Context> context_;
+};
+
+}  // namespace riseml

@@ -1,0 +1,58 @@
+// The collective algorithms, each written in exchange() steps over a Group of ranks. They
+// reduce with the kernels straight out of the received segments and never allocate beyond the
+// context's scratch. Every block of an allreduce result is computed by exactly one rank and
+// copied to the others, so all ranks end with the same bits.
+#pragma once
+
+#include <riseml/datatype.hpp>
+
+#include <cstddef>
+#include <span>
+
+#include "../core/context.hpp"
+#include "../transport/call_tag.hpp"
+
+namespace riseml {
+
+struct ReduceArgs {
+  const std::byte* in;
+  std::byte* out;  // may equal in
+  std::size_t count;
+  DataType type;
+  ReduceOp op;     // average reduces as sum; the caller divides
+};
+
+// Pipelined ring: reduce-scatter then allgather; bandwidth-optimal for large messages.
+void ring_allreduce(Context& c, const CallTag& tag, Group g, const ReduceArgs& a);
+// The two phases, reusable by the hierarchical algorithm. After the first, `out` holds block
+// (index + 1) % size fully reduced; the second spreads every rank's block to all.
+void ring_reduce_scatter_phase(Context& c, const CallTag& tag, Group g, const ReduceArgs& a);
+void ring_allgather_phase(Context& c, const CallTag& tag, Group g, std::byte* out,
+                          std::size_t count, DataType type);
+
+// Recursive halving (reduce-scatter) and doubling (allgather), folding the ranks beyond the
+// largest power of two in first; log2(n) steps, for small messages.
+void halving_doubling_allreduce(Context& c, const CallTag& tag, Group g, const ReduceArgs& a);
+
+// Inside each host by ring (shared memory), across hosts by ring among the ranks with the same
+// local index, inside again. Needs the same number of ranks on every host.
+void hierarchical_allreduce(Context& c, const CallTag& tag, const ReduceArgs& a);
+
+// Block `rank` of a count-elements-per-rank reduce-scatter lands in `out`.
+void ring_reduce_scatter(Context& c, const CallTag& tag, Group g, const ReduceArgs& a);
+
+void ring_allgatherv(Context& c, const CallTag& tag, Group g, const std::byte* in,
+                     std::byte* out, std::span<const std::size_t> counts, DataType type);
+
+void binomial_broadcast(Context& c, const CallTag& tag, Group g, std::byte* buffer,
+                        std::size_t bytes, int root_index);
+
+void dissemination_barrier(Context& c, const CallTag& tag, Group g);
+
+// Where block b of `count` elements split in `parts` starts (balanced, element-aligned).
+inline std::size_t block_start(std::size_t count, int parts, int b) {
+  return static_cast<std::size_t>((static_cast<unsigned __int128>(count) * static_cast<unsigned>(b)) /
+                                  static_cast<unsigned>(parts));
+}
+
+}  // namespace riseml

@@ -1,0 +1,210 @@
+// The public C++ API: argument checks, algorithm choice, float16/bfloat16 widening, average,
+// and turning any failure into a CollectiveError that also fails the communicator (telling the
+// peers why, so their errors name the original cause).
+#include <riseml/communicator.hpp>
+
+#include <algorithm>
+#include <cstring>
+
+#include "../algorithms/algorithms.hpp"
+#include "../kernels/reduce_kernels.hpp"
+#include "../transport/exchange.hpp"
+#include "context.hpp"
+#include "environment.hpp"
+
+namespace riseml {
+
+namespace {
+
+// float16/bfloat16 allreduces go through float32 in pieces of this many elements, so the
+// widened copy (a fixed 4 MiB scratch) never grows with the message.
+constexpr std::size_t kWidePieceElements = 1 << 20;
+
+void require(bool ok, const char* what) {
+  if (!ok) throw CollectiveError(ErrorKind::invalid_argument, what);
+}
+
+template <class F>
+void run_collective(Context& c, F&& body) {
+  c.throw_if_failed();
+  c.start_call();
+  try {
+    body();
+  } catch (const CollectiveError& e) {
+    if (e.kind() != ErrorKind::invalid_argument) c.fail(e);
+    throw;
+  } catch (const std::bad_alloc&) {
+    CollectiveError e(ErrorKind::system, "rank " + std::to_string(c.rank()) + ": out of memory");
+    c.fail(e);
+    throw e;
+  }
+}
+
+}  // namespace
+
+Communicator::Communicator(Rendezvous& rendezvous, const CommunicatorOptions& options)
+    : context_(std::make_unique<Context>(rendezvous, options)) {}
+
+Communicator::~Communicator() = default;
+
+int Communicator::rank() const { return context_->rank(); }
+int Communicator::size() const { return context_->size(); }
+std::string Communicator::describe_transports() const { return context_->describe_transports(); }
+
+Algorithm Communicator::algorithm_for(std::size_t bytes) const {
+  const Context& c = *context_;
+  Algorithm a = c.options().algorithm;
+  if (a != Algorithm::automatic) return a;
+  if (c.hosts() > 1 && c.uniform_hosts() && c.local().size() > 1 &&
+      bytes >= env::small_message_bytes())
+    return Algorithm::hierarchical;
+  return bytes < env::small_message_bytes() ? Algorithm::halving_doubling : Algorithm::ring;
+}
+
+void Communicator::allreduce(const void* in, void* out, std::size_t count, DataType type,
+                             ReduceOp op, Algorithm algorithm) {
+  Context& c = *context_;
+  run_collective(c, [&] {
+    require(count == 0 || (in != nullptr && out != nullptr), "allreduce: null buffer");
+    const bool wide = is_half_precision(type);
+    const std::size_t work_esize = wide ? 4 : element_size(type);
+    const std::size_t piece = wide ? std::min(count, kWidePieceElements) : count;
+    if (algorithm == Algorithm::automatic) algorithm = algorithm_for(piece * work_esize);
+    CallTag tag;
+    tag.sequence = c.next_sequence();
+    tag.count = count;
+    tag.collective = Collective::allreduce;
+    tag.type = static_cast<std::uint8_t>(type);
+    tag.op = static_cast<std::uint8_t>(op);
+    tag.algorithm = static_cast<std::uint8_t>(algorithm);
+    auto run = [&](const std::byte* src, std::byte* dst, std::size_t n, DataType t) {
+      const ReduceArgs args{src, dst, n, t, op};
+      switch (algorithm) {
+        case Algorithm::automatic:
+        case Algorithm::ring: ring_allreduce(c, tag, c.world(), args); break;
+        case Algorithm::halving_doubling: halving_doubling_allreduce(c, tag, c.world(), args); break;
+        case Algorithm::hierarchical: hierarchical_allreduce(c, tag, args); break;
+      }
+      if (op == ReduceOp::average) kernels::divide(t, dst, n, c.size());
+    };
+    auto* src = static_cast<const std::byte*>(in);
+    auto* dst = static_cast<std::byte*>(out);
+    if (!wide) {
+      run(src, dst, count, type);
+      return;
+    }
+    // Accumulate in float32 and round once at the end.
+    auto* wide_buffer = reinterpret_cast<float*>(c.scratch(kWidePieceElements * 4, 0));
+    std::size_t done = 0;
+    do {
+      const std::size_t n = std::min(piece, count - done);
+      kernels::widen_to_float(type, src + done * 2, wide_buffer, n);
+      run(reinterpret_cast<std::byte*>(wide_buffer), reinterpret_cast<std::byte*>(wide_buffer),
+          n, DataType::float32);
+      kernels::narrow_from_float(type, wide_buffer, dst + done * 2, n);
+      done += n;
+    } while (done < count);
+  });
+}
+
+void Communicator::broadcast(void* buffer, std::size_t count, DataType type, int root) {
+  Context& c = *context_;
+  run_collective(c, [&] {
+    require(count == 0 || buffer != nullptr, "broadcast: null buffer");
+    require(root >= 0 && root < c.size(), "broadcast: root out of range");
+    CallTag tag;
+    tag.sequence = c.next_sequence();
+    tag.count = count;
+    tag.root = static_cast<std::uint32_t>(root);
+    tag.collective = Collective::broadcast;
+    tag.type = static_cast<std::uint8_t>(type);
+    binomial_broadcast(c, tag, c.world(), static_cast<std::byte*>(buffer),
+                       count * element_size(type), root);
+  });
+}
+
+void Communicator::allgather(const void* in, void* out, std::size_t count, DataType type) {
+  Context& c = *context_;
+  // Equal counts: the allgatherv ring without a counts array (no allocation).
+  run_collective(c, [&] {
+    require(count == 0 || (in != nullptr && out != nullptr), "allgather: null buffer");
+    CallTag tag;
+    tag.sequence = c.next_sequence();
+    tag.count = count * static_cast<std::size_t>(c.size());
+    tag.collective = Collective::allgather;
+    tag.type = static_cast<std::uint8_t>(type);
+    // Ring: in step s send block (i - s), receive block (i - s - 1) straight into place.
+    const std::size_t block = count * element_size(type);
+    auto* dst = static_cast<std::byte*>(out);
+    const Group g = c.world();
+    const int n = g.size(), i = g.index;
+    auto at = [&](int b) { return dst + static_cast<std::size_t>((b % n + n) % n) * block; };
+    if (block && at(i) != in) std::memmove(at(i), in, block);
+    for (int s = 0; s < n - 1; ++s)
+      exchange(c, tag, {g.at(i + 1), at(i - s), block}, {g.at(i - 1), block, at(i - s - 1), {}});
+  });
+}
+
+void Communicator::allgatherv(const void* in, void* out, std::span<const std::size_t> counts,
+                              DataType type) {
+  Context& c = *context_;
+  run_collective(c, [&] {
+    require(counts.size() == static_cast<std::size_t>(c.size()),
+            "allgatherv: counts must have one entry per rank");
+    std::size_t total = 0;
+    for (std::size_t k : counts) total += k;
+    require(total == 0 || out != nullptr, "allgatherv: null buffer");
+    require(counts[static_cast<std::size_t>(c.rank())] == 0 || in != nullptr,
+            "allgatherv: null buffer");
+    CallTag tag;
+    tag.sequence = c.next_sequence();
+    tag.count = total;
+    tag.collective = Collective::allgather;
+    tag.type = static_cast<std::uint8_t>(type);
+    ring_allgatherv(c, tag, c.world(), static_cast<const std::byte*>(in),
+                    static_cast<std::byte*>(out), counts, type);
+  });
+}
+
+void Communicator::reduce_scatter(const void* in, void* out, std::size_t count, DataType type,
+                                  ReduceOp op) {
+  Context& c = *context_;
+  run_collective(c, [&] {
+    require(count == 0 || (in != nullptr && out != nullptr), "reduce_scatter: null buffer");
+    CallTag tag;
+    tag.sequence = c.next_sequence();
+    tag.count = count;
+    tag.collective = Collective::reduce_scatter;
+    tag.type = static_cast<std::uint8_t>(type);
+    tag.op = static_cast<std::uint8_t>(op);
+    if (!is_half_precision(type)) {
+      ring_reduce_scatter(c, tag, c.world(),
+                          {static_cast<const std::byte*>(in), static_cast<std::byte*>(out),
+                           count, type, op});
+      if (op == ReduceOp::average) kernels::divide(type, out, count, c.size());
+      return;
+    }
+    // float16/bfloat16: widen the whole input, reduce in float32, round once.
+    const std::size_t total = count * static_cast<std::size_t>(c.size());
+    auto* wide_in = reinterpret_cast<float*>(c.scratch((total + count) * 4, 2));
+    float* wide_out = wide_in + total;
+    kernels::widen_to_float(type, in, wide_in, total);
+    ring_reduce_scatter(c, tag, c.world(),
+                        {reinterpret_cast<const std::byte*>(wide_in),
+                         reinterpret_cast<std::byte*>(wide_out), count, DataType::float32, op});
+    if (op == ReduceOp::average) kernels::divide(DataType::float32, wide_out, count, c.size());
+    kernels::narrow_from_float(type, wide_out, out, count);
+  });
+}
+
+void Communicator::barrier() {
+  Context& c = *context_;
+  run_collective(c, [&] {
+    CallTag tag;
+    tag.sequence = c.next_sequence();
+    tag.collective = Collective::barrier;
+    dissemination_barrier(c, tag, c.world());
+  });
+}
+
+}  // namespace riseml

@@ -1,0 +1,274 @@
+// Setting up a communicator: learn where every rank runs, pick a transport per peer (shared
+// memory on the same host, TCP otherwise, or in-process for tests) and connect. Every rank
+// runs the same sequence of rendezvous fences whatever transports it needs itself.
+#include "context.hpp"
+
+#include <unistd.h>
+
+#include <riseml/collective_error.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "../security/hmac_sha256.hpp"
+#include "../transport/inproc_link.hpp"
+#include "../transport/shm_link.hpp"
+#include "../transport/tcp_mesh.hpp"
+#include "environment.hpp"
+
+namespace riseml {
+
+namespace {
+
+std::vector<std::byte> to_bytes(const std::string& s) {
+  std::vector<std::byte> v(s.size());
+  std::memcpy(v.data(), s.data(), s.size());
+  return v;
+}
+
+std::string to_string(const std::vector<std::byte>& v) {
+  return std::string(reinterpret_cast<const char*>(v.data()), v.size());
+}
+
+std::string read_boot_id() {
+  std::ifstream f("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  std::getline(f, id);
+  return id;
+}
+
+std::string this_hostname() {
+  char buf[256] = {};
+  ::gethostname(buf, sizeof buf - 1);
+  return buf;
+}
+
+std::string random_hex(std::size_t bytes) {
+  std::vector<unsigned char> r(bytes);
+  random_bytes(r.data(), r.size());
+  static const char* digits = "0123456789abcdef";
+  std::string s;
+  for (unsigned char c : r) {
+    s += digits[c >> 4];
+    s += digits[c & 15];
+  }
+  return s;
+}
+
+Mac segment_mac(const std::vector<std::byte>& secret, const std::string& name) {
+  return hmac_sha256(secret, std::span(reinterpret_cast<const unsigned char*>(name.data()),
+                                       name.size()));
+}
+
+}  // namespace
+
+Context::Context(Rendezvous& rendezvous, const CommunicatorOptions& options)
+    : options_(options), rank_(rendezvous.rank()), size_(rendezvous.size()) {
+  if (size_ < 1 || rank_ < 0 || rank_ >= size_)
+    throw CollectiveError(ErrorKind::invalid_argument, "rendezvous reports rank " +
+                                                           std::to_string(rank_) + " of " +
+                                                           std::to_string(size_));
+  start_call();
+  try {
+    exchange_host_facts(rendezvous);
+    build_layout();
+    connect(rendezvous);
+  } catch (const RendezvousError& e) {
+    throw CollectiveError(ErrorKind::setup,
+                          "rank " + std::to_string(rank_) + ": rendezvous failed: " + e.what());
+  }
+}
+
+Context::~Context() = default;
+
+std::string Context::name(int r) const {
+  std::string s = "rank " + std::to_string(r);
+  if (r >= 0 && r < static_cast<int>(peers_.size()) && !peers_[static_cast<std::size_t>(r)].host.empty())
+    s += " (host " + peers_[static_cast<std::size_t>(r)].host + ")";
+  return s;
+}
+
+void Context::exchange_host_facts(Rendezvous& rendezvous) {
+  const std::string host = this_hostname();
+  std::string key = host + "/" + read_boot_id();
+  // RISEML_HOST_KEY lets tests pretend ranks of one machine run on different hosts.
+  if (const char* forced = std::getenv("RISEML_HOST_KEY")) key = forced;
+  if (!options_.host_key.empty()) key = options_.host_key;
+  rendezvous.put(options_.rendezvous_prefix + "/host",
+                 to_bytes(host + "\n" + key + "\n" + std::to_string(::getpid())));
+  rendezvous.fence(options_.timeout);
+  peers_.resize(static_cast<std::size_t>(size_));
+  for (int r = 0; r < size_; ++r) {
+    std::istringstream in(to_string(rendezvous.get(r, options_.rendezvous_prefix + "/host",
+                                                   options_.timeout)));
+    PeerInfo& p = peers_[static_cast<std::size_t>(r)];
+    std::getline(in, p.host);
+    std::getline(in, p.host_key);
+    in >> p.pid;
+  }
+}
+
+void Context::build_layout() {
+  world_.resize(static_cast<std::size_t>(size_));
+  for (int r = 0; r < size_; ++r) world_[static_cast<std::size_t>(r)] = r;
+  // Hosts in order of their first rank; ranks of a host in rank order.
+  std::vector<std::string> host_order;
+  std::map<std::string, std::vector<int>> by_host;
+  for (int r = 0; r < size_; ++r) {
+    const std::string& k = peers_[static_cast<std::size_t>(r)].host_key;
+    if (!by_host.count(k)) host_order.push_back(k);
+    by_host[k].push_back(r);
+  }
+  hosts_ = static_cast<int>(host_order.size());
+  local_ranks_ = by_host[peers_[static_cast<std::size_t>(rank_)].host_key];
+  local_index_ = static_cast<int>(std::find(local_ranks_.begin(), local_ranks_.end(), rank_) -
+                                  local_ranks_.begin());
+  uniform_hosts_ = true;
+  for (const auto& k : host_order)
+    if (by_host[k].size() != local_ranks_.size()) uniform_hosts_ = false;
+  column_ranks_.clear();
+  for (const auto& k : host_order) {
+    const auto& ranks = by_host[k];
+    if (static_cast<std::size_t>(local_index_) < ranks.size()) {
+      if (ranks[static_cast<std::size_t>(local_index_)] == rank_)
+        column_index_ = static_cast<int>(column_ranks_.size());
+      column_ranks_.push_back(ranks[static_cast<std::size_t>(local_index_)]);
+    }
+  }
+}
+
+void Context::connect(Rendezvous& rendezvous) {
+  const std::string& prefix = options_.rendezvous_prefix;
+  links_.resize(static_cast<std::size_t>(size_));
+  const bool inproc = options_.transport == TransportChoice::inproc;
+  const std::string& my_key = peers_[static_cast<std::size_t>(rank_)].host_key;
+  std::vector<int> shm_peers, tcp_peers;
+  if (!inproc) {
+    for (int r = 0; r < size_; ++r) {
+      if (r == rank_) continue;
+      const bool same_host = peers_[static_cast<std::size_t>(r)].host_key == my_key;
+      if (options_.transport == TransportChoice::shm && !same_host)
+        throw CollectiveError(ErrorKind::setup, "RISEML_TRANSPORT=shm but " + name(r) +
+                                                    " runs on another host", r);
+      if (same_host && options_.transport != TransportChoice::tcp)
+        shm_peers.push_back(r);
+      else
+        tcp_peers.push_back(r);
+    }
+  }
+  const std::vector<std::byte> secret = rendezvous.job_secret();
+
+  // Phase 1: publish how to reach this rank.
+  std::shared_ptr<InprocFabric>* fabric_holder = nullptr;
+  if (inproc && rank_ == 0) {
+    fabric_holder = new std::shared_ptr<InprocFabric>(std::make_shared<InprocFabric>(size_));
+    const std::string v = std::to_string(::getpid()) + " " +
+                          std::to_string(reinterpret_cast<std::uintptr_t>(fabric_holder));
+    rendezvous.put(prefix + "/inproc", to_bytes(v));
+  }
+  std::shared_ptr<ShmSegment> my_segment;
+  if (!shm_peers.empty()) {
+    ShmLayout layout;
+    layout.channels = static_cast<std::uint32_t>(local_ranks_.size());
+    layout.slots = static_cast<std::uint32_t>(env::shm_slots());
+    layout.slot_bytes = env::shm_slot_bytes(layout.channels, layout.slots);
+    const std::string seg_name = "/riseml-" + std::to_string(::getpid()) + "-" +
+                                 std::to_string(rank_) + "-" + random_hex(8);
+    my_segment = std::make_shared<ShmSegment>(ShmSegment::create(seg_name, layout, rank_));
+    const Mac mac = segment_mac(secret, seg_name);
+    std::memcpy(my_segment->header().auth, mac.data(), mac.size());
+    rendezvous.put(prefix + "/shm", to_bytes(seg_name));
+  }
+  std::unique_ptr<TcpMesh> tcp;
+  if (!tcp_peers.empty()) {
+    tcp = std::make_unique<TcpMesh>(options_, rank_, secret);
+    rendezvous.put(prefix + "/tcp", to_bytes(tcp->address()));
+  }
+  rendezvous.fence(options_.timeout);
+
+  // Phase 2: connect.
+  try {
+    if (inproc) {
+      const std::string v = to_string(rendezvous.get(0, prefix + "/inproc", options_.timeout));
+      std::istringstream in(v);
+      long pid = 0;
+      std::uintptr_t address = 0;
+      in >> pid >> address;
+      if (pid != ::getpid())
+        throw CollectiveError(ErrorKind::setup,
+                              "RISEML_TRANSPORT=inproc needs every rank in one process");
+      auto fabric = *reinterpret_cast<std::shared_ptr<InprocFabric>*>(address);
+      for (int r = 0; r < size_; ++r)
+        if (r != rank_)
+          links_[static_cast<std::size_t>(r)] = std::make_unique<InprocLink>(fabric, rank_, r, name(r));
+    }
+    for (int r : shm_peers) {
+      const std::string seg_name = to_string(rendezvous.get(r, prefix + "/shm", options_.timeout));
+      auto theirs = std::make_shared<ShmSegment>(ShmSegment::open(seg_name));
+      if (!mac_equal(segment_mac(secret, seg_name), theirs->header().auth))
+        throw CollectiveError(ErrorKind::authentication,
+                              "the shared memory segment of " + name(r) +
+                                  " does not prove knowledge of the job secret", r);
+      const auto their_index = static_cast<std::uint32_t>(
+          std::find(local_ranks_.begin(), local_ranks_.end(), r) - local_ranks_.begin());
+      links_[static_cast<std::size_t>(r)] = std::make_unique<ShmLink>(
+          my_segment, their_index, theirs, static_cast<std::uint32_t>(local_index_), r, name(r));
+    }
+    if (tcp) {
+      std::vector<std::string> addresses(static_cast<std::size_t>(size_));
+      for (int r : tcp_peers)
+        addresses[static_cast<std::size_t>(r)] = to_string(rendezvous.get(r, prefix + "/tcp", options_.timeout));
+      std::vector<std::string> names;
+      for (int r = 0; r < size_; ++r) names.push_back(name(r));
+      auto tcp_links = tcp->connect(tcp_peers, addresses, names, deadline_);
+      for (int r : tcp_peers) links_[static_cast<std::size_t>(r)] = std::move(tcp_links[static_cast<std::size_t>(r)]);
+    }
+  } catch (...) {
+    // Keep the fence sequence of the other ranks intact where we can; they will time out on
+    // our links otherwise.
+    delete fabric_holder;
+    throw;
+  }
+  rendezvous.fence(options_.timeout);
+  if (my_segment) my_segment->unlink();
+  delete fabric_holder;
+}
+
+std::byte* Context::scratch(std::size_t bytes, int which) {
+  auto& s = scratch_[which];
+  if (s.size() < bytes) s.resize(bytes);
+  return s.data();
+}
+
+void Context::fail(const CollectiveError& error) noexcept {
+  if (failed_) return;
+  failed_ = true;
+  failure_kind_ = error.kind();
+  try {
+    failure_ = error.what();
+  } catch (...) {
+  }
+  const std::string reason = "rank " + std::to_string(rank_) + " gave up: " + failure_;
+  for (auto& l : links_)
+    if (l) l->abort(reason);
+}
+
+void Context::throw_if_failed() const {
+  if (failed_)
+    throw CollectiveError(ErrorKind::aborted,
+                          "the communicator failed earlier and cannot be used: " + failure_);
+}
+
+std::string Context::describe_transports() const {
+  std::string s;
+  for (int r = 0; r < size_; ++r) {
+    if (!s.empty()) s += ' ';
+    s += r == rank_ ? "self" : links_[static_cast<std::size_t>(r)]->kind();
+  }
+  return s;
+}
+
+}  // namespace riseml

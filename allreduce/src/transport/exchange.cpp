@@ -1,0 +1,75 @@
+#include "exchange.hpp"
+
+#include <limits>
+
+#include "progress_waiter.hpp"
+
+namespace riseml {
+
+namespace {
+constexpr std::size_t kAll = std::numeric_limits<std::size_t>::max();
+}
+
+void exchange(Context& context, const CallTag& tag, const SendSpec& send, const RecvSpec& recv) {
+  Link* sender = send.peer >= 0 ? &context.link(send.peer) : nullptr;
+  Link* receiver = recv.peer >= 0 ? &context.link(recv.peer) : nullptr;
+  if (sender) sender->begin_send(tag, send.data, send.bytes);
+  if (receiver) receiver->begin_recv(tag, recv.bytes, recv.direct, recv.sink);
+  bool send_done = sender == nullptr;
+  bool recv_done = receiver == nullptr;
+  ProgressWaiter waiter(context, tag);
+  for (;;) {
+    bool moved = false;
+    if (!send_done) send_done = sender->progress_send(moved, kAll);
+    if (!recv_done) recv_done = receiver->progress_recv(moved);
+    if (send_done && recv_done) return;
+    if (moved)
+      waiter.moved();
+    else
+      waiter.idle(send_done ? nullptr : sender, send.peer, recv_done ? nullptr : receiver,
+                  recv.peer);
+  }
+}
+
+void exchange_stream(Context& context, const CallTag& tag, int right, int left,
+                     std::size_t n, FunctionRef<StreamSend(std::size_t)> send_step,
+                     FunctionRef<StreamRecv(std::size_t)> recv_step) {
+  if (n == 0) return;
+  Link& sender = context.link(right);
+  Link& receiver = context.link(left);
+  std::size_t send_index = 0, recv_index = 0;
+  auto begin_send = [&] {
+    const StreamSend s = send_step(send_index);
+    sender.begin_send(tag, s.data, s.bytes);
+  };
+  auto begin_recv = [&] {
+    const StreamRecv r = recv_step(recv_index);
+    receiver.begin_recv(tag, r.bytes, r.direct, r.sink);
+  };
+  begin_send();
+  begin_recv();
+  ProgressWaiter waiter(context, tag);
+  while (send_index < n || recv_index < n) {
+    bool moved = false;
+    // Send k forwards what receive k - 1 produces: only as far as that got.
+    if (send_index < n && (send_index == 0 || recv_index + 1 >= send_index)) {
+      const std::size_t ready =
+          send_index > 0 && recv_index + 1 == send_index ? receiver.received_bytes() : kAll;
+      if (sender.progress_send(moved, ready)) {
+        moved = true;
+        if (++send_index < n) begin_send();
+      }
+    }
+    if (recv_index < n && receiver.progress_recv(moved)) {
+      moved = true;
+      if (++recv_index < n) begin_recv();
+    }
+    if (moved)
+      waiter.moved();
+    else
+      waiter.idle(send_index < n ? &sender : nullptr, right,
+                  recv_index < n ? &receiver : nullptr, left);
+  }
+}
+
+}  // namespace riseml

@@ -1,0 +1,50 @@
+// The primitive every algorithm is written in: send one message to a peer and receive one from
+// a peer (maybe the same one, maybe nobody) at the same time, until both are done or the
+// call's deadline passes.
+#pragma once
+
+#include <cstddef>
+#include <span>
+
+#include "../core/context.hpp"
+#include "link.hpp"
+
+namespace riseml {
+
+struct SendSpec {
+  int peer = -1;  // -1: send nothing
+  const std::byte* data = nullptr;
+  std::size_t bytes = 0;
+};
+
+struct RecvSpec {
+  int peer = -1;  // -1: receive nothing
+  std::size_t bytes = 0;
+  std::byte* direct = nullptr;  // copy segments here (may be null)
+  SegmentSink sink{};           // and/or hand them to this
+};
+
+// Throws CollectiveError (timeout naming the silent peer, mismatch, peer_failed).
+void exchange(Context& context, const CallTag& tag, const SendSpec& send, const RecvSpec& recv);
+
+// One step of a pipelined stream: a message to the right and one from the left.
+struct StreamSend {
+  const std::byte* data = nullptr;
+  std::size_t bytes = 0;
+};
+struct StreamRecv {
+  std::size_t bytes = 0;
+  std::byte* direct = nullptr;
+  SegmentSink sink{};
+};
+
+// Runs `steps` steps as one pipeline, asking for each step's send and receive when it begins
+// (receives begin in order, so a sink may keep per-step state). Send k (k >= 1) must carry
+// exactly what receive k - 1 writes, in order: it starts as soon as the first segments of it
+// are there, so a ring forwards each segment while it is still in cache instead of waiting
+// for whole blocks.
+void exchange_stream(Context& context, const CallTag& tag, int right, int left,
+                     std::size_t steps, FunctionRef<StreamSend(std::size_t)> send_step,
+                     FunctionRef<StreamRecv(std::size_t)> recv_step);
+
+}  // namespace riseml

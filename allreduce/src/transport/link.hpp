@@ -1,0 +1,66 @@
+// The one small interface every transport implements: a connection to one peer that carries
+// whole messages in order, each way. Sending and receiving are started and then progressed by
+// the caller (see exchange.hpp), so one thread can send and receive at once on any mix of
+// transports without threads of its own. A received message is handed over in segments as it
+// arrives, so the caller reduces one segment while the next is still on its way; transports
+// that can hand out their own buffer (shared memory) let it be reduced in place.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+
+#include "call_tag.hpp"
+#include "function_ref.hpp"
+
+namespace riseml {
+
+// Called with each received segment: its bytes and where they sit in the message.
+using SegmentSink = FunctionRef<void(const std::byte* data, std::size_t offset, std::size_t len)>;
+
+class Link {
+ public:
+  virtual ~Link() = default;
+
+  virtual const char* kind() const = 0;
+
+  // Starts sending `bytes` bytes of `data` (which must stay valid until progress_send() returns
+  // true). One message at a time.
+  virtual void begin_send(const CallTag& tag, const std::byte* data, std::size_t bytes) = 0;
+  // Moves what it can without blocking (sets `moved` when it moved anything) of the first
+  // `ready` bytes (the rest is still being produced); true once the message is handed over
+  // completely. Throws CollectiveError.
+  virtual bool progress_send(bool& moved, std::size_t ready) = 0;
+
+  // Starts receiving a message of exactly `bytes` bytes tagged `tag` (a different size or tag
+  // is a mismatch error). Each segment is copied to direct + offset when `direct` is set, then
+  // given to `sink` when set.
+  virtual void begin_recv(const CallTag& tag, std::size_t bytes, std::byte* direct,
+                          SegmentSink sink) = 0;
+  virtual bool progress_recv(bool& moved) = 0;
+  // Bytes of the current receive already written to `direct` / given to the sink.
+  virtual std::size_t received_bytes() const = 0;
+
+  // For waiting: a file descriptor that becomes ready when the send (or receive) side can
+  // progress, with the poll events to wait for; -1 when the link must be polled by calling
+  // progress; kNothingToWaitFor when that side cannot move until this rank itself produces
+  // more (a send gated on a receive).
+  static constexpr int kNothingToWaitFor = -2;
+  virtual int wait_fd(bool sending, short* events) const = 0;
+
+  // Throws CollectiveError(peer_failed) when the peer is known to be gone. Cheap enough to call
+  // every few milliseconds while waiting.
+  virtual void check_peer() = 0;
+
+  // Throws CollectiveError(mismatch) when the peer has already sent a message that belongs to
+  // the call `current` is (same sequence number) but differs from it: a peer running another
+  // collective or algorithm may never send what this rank waits for, so the mismatch has to be
+  // found among messages nobody asked for yet. Transports that cannot peek do nothing.
+  virtual void check_pending(const CallTag& current) { (void)current; }
+
+  // Best effort, never blocks long, never throws: tells the peer this rank failed and why, so
+  // the peer's error can name the original cause.
+  virtual void abort(const std::string& reason) noexcept = 0;
+};
+
+}  // namespace riseml
