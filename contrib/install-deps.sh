@@ -17,7 +17,7 @@ packages=(
   # riseml-bench --plot
   python3-matplotlib
   # python binding
-  python3-torch python3-numpy python3-yaml pybind11-dev python3-dev
+  python3-torch python3-numpy python3-yaml pybind11-dev python3-dev python3-sklearn
 )
 
 missing=()

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The README's main-job command: sets up a fresh machine, builds riseml, translates the real
-# RiseML example files, then starts a one-machine Slurm cluster (two nodes in network
-# namespaces, fake GPUs, our SPANK plugin) and submits an example job to it with `riseml submit`.
+# RiseML example files, then starts a one-machine Slurm cluster (three nodes in network
+# namespaces, fake GPUs, our SPANK plugin), submits the PyTorch example (riseml.torch) with
+# `riseml submit` on 2 nodes x 2 processes, follows it to the end, and prints the loss per epoch
+# and where the checkpoints went.
 # RISEML_KEEP_TESTBED=1 leaves the cluster running afterwards.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -9,7 +11,8 @@ cd "$root"
 
 bash contrib/install-deps.sh
 cmake -S . -B build -G Ninja >/dev/null
-cmake --build build -j "$(nproc)" >/dev/null
+# What the job needs: the translator, the SPANK plugin, the Python binding (not the tests).
+cmake --build build -j "$(nproc)" --target riseml spank_riseml _riseml riseml-launch >/dev/null
 riseml=$root/build/translator/riseml
 
 examples=$root/../shared/riseml-examples
@@ -32,27 +35,38 @@ cleanup() {
 trap cleanup EXIT
 
 job_dir=$(mktemp -d /tmp/riseml-main-job.XXXXXX)
-cp contrib/examples/hello-slurm/riseml.yml "$job_dir/"
+cp contrib/examples/pytorch-digits/*.py contrib/examples/pytorch-digits/riseml.yml "$job_dir/"
 cat >"$job_dir/site.yml" <<SITE
-bind: auto         # spank_riseml.so from this build is in the testbed's plugstack.conf
+bind: verbose      # spank_riseml.so from this build binds each task and prints its plan
 containers: none
 riseml: $riseml
 SITE
-echo "== riseml submit $job_dir/riseml.yml"
+# The job inherits this environment: Debian's python (torch, numpy, scikit-learn) and the
+# riseml.torch binding from the build tree.
+export PATH=/usr/bin:$PATH
+export PYTHONPATH=$root/build/contrib/python:$root/contrib/python${PYTHONPATH:+:$PYTHONPATH}
+
+echo "== riseml submit $job_dir/riseml.yml  (PyTorch, 2 nodes x 2 processes, riseml.torch)"
 job_id=$("$riseml" submit --site "$job_dir/site.yml" "$job_dir/riseml.yml")
-echo "   job $job_id; waiting for it to finish"
-for _ in $(seq 1 120); do
+log=$job_dir/riseml-pytorch-digits-$job_id.out
+echo "   job $job_id; following $log"
+touch "$log"
+tail -n +1 -f "$log" | sed -u 's/^/   /' &
+tail_pid=$!
+for _ in $(seq 1 600); do
   [ -z "$(squeue -h -j "$job_id" 2>/dev/null)" ] && break
   sleep 1
 done
-status=0
-for log in "$job_dir"/riseml-hello-slurm-"$job_id"_*.out; do
-  echo "== $(basename "$log")"
-  sed 's/^/   /' "$log"
-  grep -q "from rank 3 of 4" "$log" || status=1
-done
-if [ $status -ne 0 ]; then
-  echo "main job: FAILED (see the logs above)"
+sleep 1
+kill "$tail_pid" 2>/dev/null || true
+state=$(scontrol show job "$job_id" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p' | head -1)
+echo "== job $job_id: ${state:-unknown}"
+echo "   loss per epoch:"
+grep '^epoch ' "$log" | sed 's/^/     /' || true
+echo "   checkpoints (rank 0, written atomically): $(ls -v "$job_dir"/checkpoints/ 2>/dev/null | tr '\n' ' ')"
+echo "   in $job_dir/checkpoints; resubmit to resume: $riseml submit --site $job_dir/site.yml $job_dir/riseml.yml"
+if [ "$state" != COMPLETED ] || ! grep -q '^epoch 10: ' "$log"; then
+  echo "main job: FAILED (see the log above)"
   exit 1
 fi
-echo "main job: done; outputs under $job_dir/riseml-output"
+echo "main job: done"

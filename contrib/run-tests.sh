@@ -14,7 +14,7 @@ bash contrib/install-deps.sh
 
 configure_and_build() { # dir, extra cmake args...
   local dir=$1; shift
-  cmake -S . -B "$dir" -G Ninja -DRISEML_WERROR=ON "$@" >/dev/null
+  cmake -S . -B "$dir" -G Ninja -DRISEML_WERROR=ON -DRISEML_TESTS=ON "$@" >/dev/null
   cmake --build "$dir" -j "$jobs"
 }
 

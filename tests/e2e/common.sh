@@ -43,12 +43,12 @@ riseml_submit_and_wait() { # riseml, site, riseml.yml
   local job
   job=$(timeout 30 "$1" submit --site "$2" "$3") || fail "riseml submit $3 failed"
   [[ "$job" =~ ^[0-9]+$ ]] || fail "riseml submit printed '$job', not a job id"
-  for _ in $(seq 1 100); do
+  for _ in $(seq 1 "${RISEML_E2E_WAIT_S:-100}"); do
     [ -z "$(squeue -h -j "$job" 2>/dev/null)" ] && { echo "$job"; return 0; }
     sleep 1
   done
   scancel "$job" 2>/dev/null || true
-  fail "job $job still queued or running after 100 s: $(squeue -j "$job" 2>&1)"
+  fail "job $job still queued or running after ${RISEML_E2E_WAIT_S:-100} s: $(squeue -j "$job" 2>&1)"
 }
 
 # The final state of a job that has left the queue (scontrol keeps it for MinJobAge).

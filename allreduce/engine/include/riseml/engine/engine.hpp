@@ -1,0 +1,110 @@
+// The engine: a background thread per process that takes named tensors from any thread, agrees
+// with the other ranks which of them are ready everywhere, packs ready allreduces of one kind
+// into a fusion buffer and runs the collectives on a riseml::Communicator (the way Horovod's
+// horovod/common works). Every call returns a Handle; errors reach it as riseml::CollectiveError.
+#pragma once
+
+#include <riseml/communicator.hpp>
+#include <riseml/engine/engine_options.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace riseml::engine {
+
+enum class OpKind : std::uint8_t { allreduce, broadcast, allgather, barrier, join };
+
+// One tensor of a request. `input` may equal `output` (in place). allgather: `output` is unused
+// (the engine allocates the result, see Handle::allgather_output). barrier/join: no tensors.
+struct TensorArg {
+  const void* input = nullptr;
+  void* output = nullptr;
+  std::vector<std::int64_t> shape;
+};
+
+struct Request {
+  OpKind kind = OpKind::allreduce;
+  // Unique among the requests in flight on this rank; the same on every rank. Empty for barrier
+  // and join (the engine names them).
+  std::string name;
+  DataType dtype = DataType::float32;
+  ReduceOp op = ReduceOp::sum;  // allreduce
+  double prescale = 1.0;        // allreduce, floating point types only: input * prescale
+  double postscale = 1.0;       // allreduce, floating point types only: result * postscale
+  int root = 0;                 // broadcast
+  // allreduce: one or more (a grouped allreduce is ready, and completes, as one);
+  // broadcast and allgather: exactly one.
+  std::vector<TensorArg> tensors;
+};
+
+struct HandleState;
+
+// Shared between the caller and the engine; copyable.
+class Handle {
+ public:
+  Handle() = default;
+  explicit Handle(std::shared_ptr<HandleState> state) : state_(std::move(state)) {}
+
+  bool valid() const { return state_ != nullptr; }
+  // True once the operation completed (successfully or not). Never blocks.
+  bool poll() const;
+  // Blocks until the operation completed; throws its CollectiveError if it failed.
+  void wait() const;
+
+  // allgather: the gathered bytes and their shape (first dimension summed over ranks).
+  const std::vector<std::byte>& allgather_output() const;
+  const std::vector<std::int64_t>& output_shape() const;
+  // join: the last rank that joined.
+  int join_result() const;
+
+ private:
+  std::shared_ptr<HandleState> state_;
+};
+
+class EngineLoop;
+
+class Engine {
+ public:
+  // Collective: builds the communicator on the calling thread, then starts the engine thread.
+  Engine(Rendezvous& rendezvous, const CommunicatorOptions& communicator_options,
+         const EngineOptions& options);
+  // Shuts down (see shutdown()) and joins the engine thread.
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  int rank() const;
+  int size() const;
+
+  // Thread-safe. Throws CollectiveError(invalid_argument) for a malformed request or a name
+  // already in flight, CollectiveError(aborted) once the engine has failed or shut down.
+  Handle enqueue(Request request);
+
+  // Convenience wrappers around enqueue().
+  Handle allreduce(std::string name, const void* input, void* output,
+                   std::vector<std::int64_t> shape, DataType dtype, ReduceOp op,
+                   double prescale = 1.0, double postscale = 1.0);
+  Handle broadcast(std::string name, void* buffer, std::vector<std::int64_t> shape,
+                   DataType dtype, int root);
+  Handle allgather(std::string name, const void* input, std::vector<std::int64_t> shape,
+                   DataType dtype);
+  Handle barrier();
+  // This rank has no more tensors: until every rank has joined, other ranks' allreduces go on
+  // with zeros from this rank (allgathers with no rows from it). Completes when all ranks have
+  // joined; Handle::join_result() is the last rank that joined.
+  Handle join();
+
+  // Stops the engine on every rank at the next cycle (any rank may call it): requests still
+  // pending fail with ErrorKind::aborted. Idempotent; blocks until the engine thread ended.
+  void shutdown();
+
+  // Set once the engine failed (a collective failed on every rank) or shut down.
+  bool stopped() const;
+
+ private:
+  std::unique_ptr<EngineLoop> loop_;
+};
+
+}  // namespace riseml::engine

@@ -1,0 +1,688 @@
+#include "engine_loop.hpp"
+
+#include "scaling.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <string_view>
+#include <utility>
+
+namespace riseml::engine {
+
+namespace {
+
+std::string_view kind_name(OpKind k) {
+  switch (k) {
+    case OpKind::allreduce: return "allreduce";
+    case OpKind::broadcast: return "broadcast";
+    case OpKind::allgather: return "allgather";
+    case OpKind::barrier: return "barrier";
+    case OpKind::join: return "join";
+  }
+  return "?";
+}
+
+const char* collective_phase(OpKind k) {
+  switch (k) {
+    case OpKind::allreduce: return "ALLREDUCE";
+    case OpKind::broadcast: return "BROADCAST";
+    case OpKind::allgather: return "ALLGATHER";
+    case OpKind::barrier: return "BARRIER";
+    case OpKind::join: return "JOIN";
+  }
+  return "?";
+}
+
+std::string rank_list(const std::vector<int>& ranks) {
+  std::string s = ranks.size() == 1 ? "rank " : "ranks ";
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(ranks[i]);
+  }
+  return s;
+}
+
+std::string format_scale(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+std::size_t meta_bytes(const TensorMeta& m) {
+  std::size_t n = 0;
+  for (const auto& s : m.shapes) n += element_count(s);
+  return n * element_size(m.dtype);
+}
+
+constexpr std::size_t kCacheCapacity = 4096;
+// Bytes per rank in the first exchange of a cycle: an 8-byte size, then the message if it fits
+// (flags, and up to about 45 cached tensors).
+constexpr std::size_t kSlotBytes = 256;
+
+}  // namespace
+
+EngineLoop::EngineLoop(Rendezvous& rendezvous, const CommunicatorOptions& communicator_options,
+                       const EngineOptions& options)
+    : rank_(rendezvous.rank()), size_(rendezvous.size()), options_(options) {
+  if (!options_.warn)
+    options_.warn = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+  comm_ = std::make_unique<Communicator>(rendezvous, communicator_options);
+  rank_ = comm_->rank();
+  size_ = comm_->size();
+  joined_.assign(static_cast<std::size_t>(size_), false);
+  if (rank_ == 0 && !options_.timeline_path.empty()) timeline_.open(options_.timeline_path);
+  thread_ = std::thread([this] { run(); });
+}
+
+EngineLoop::~EngineLoop() { shutdown(); }
+
+void EngineLoop::shutdown() {
+  {
+    std::lock_guard lock(mutex_);
+    shutdown_requested_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+bool EngineLoop::stopped() {
+  std::lock_guard lock(mutex_);
+  return stopped_;
+}
+
+void EngineLoop::validate(const Request& r) const {
+  auto bad = [&](const std::string& what) {
+    throw CollectiveError(ErrorKind::invalid_argument,
+                          "riseml: " + std::string(kind_name(r.kind)) + " '" + r.name +
+                              "' on rank " + std::to_string(rank_) + ": " + what);
+  };
+  switch (r.kind) {
+    case OpKind::allreduce:
+      if (r.tensors.empty()) bad("no tensors given");
+      if ((r.prescale != 1.0 || r.postscale != 1.0) && !is_floating_point(r.dtype))
+        bad("prescale/postscale need a floating point type, not " +
+            std::string(to_string(r.dtype)));
+      break;
+    case OpKind::broadcast:
+      if (r.tensors.size() != 1) bad("exactly one tensor expected");
+      if (r.root < 0 || r.root >= size_)
+        bad("root rank " + std::to_string(r.root) + " is not in [0, " + std::to_string(size_) +
+            ")");
+      break;
+    case OpKind::allgather:
+      if (r.tensors.size() != 1) bad("exactly one tensor expected");
+      if (r.tensors[0].shape.empty()) bad("a scalar cannot be gathered (needs a first dimension)");
+      break;
+    case OpKind::barrier:
+    case OpKind::join: return;
+  }
+  if (r.name.empty()) bad("a name is required");
+  for (const TensorArg& t : r.tensors) {
+    for (std::int64_t d : t.shape)
+      if (d < 0) bad("negative dimension in shape " + describe_shape(t.shape));
+    if (element_count(t.shape) == 0) continue;
+    if (t.input == nullptr) bad("null input buffer");
+    if (r.kind != OpKind::allgather && t.output == nullptr) bad("null output buffer");
+  }
+}
+
+Handle EngineLoop::enqueue(Request request) {
+  validate(request);
+  auto handle = std::make_shared<HandleState>();
+  {
+    std::lock_guard lock(mutex_);
+    if (stopped_) throw *stop_error_;
+    if (shutdown_requested_)
+      throw CollectiveError(ErrorKind::aborted, "riseml: the engine is shutting down");
+    if (request.kind == OpKind::join) {
+      if (join_handle_)
+        throw CollectiveError(ErrorKind::invalid_argument,
+                              "riseml: join called again on rank " + std::to_string(rank_) +
+                                  " before the previous join completed");
+      join_handle_ = handle;
+      return Handle(handle);
+    }
+    if (join_handle_)
+      throw CollectiveError(ErrorKind::invalid_argument,
+                            "riseml: " + std::string(kind_name(request.kind)) + " '" +
+                                request.name + "' submitted on rank " + std::to_string(rank_) +
+                                " after join(); wait for the join to complete first");
+    if (request.kind == OpKind::barrier) request.name = "barrier." + std::to_string(barriers_++);
+    std::string name = request.name;
+    auto [it, inserted] =
+        in_flight_.try_emplace(name, Local{std::move(request), handle, Clock::now()});
+    if (!inserted)
+      throw CollectiveError(ErrorKind::invalid_argument,
+                            "riseml: a tensor named '" + name + "' is already in flight on rank " +
+                                std::to_string(rank_) + "; names must be unique until completed");
+    incoming_.push_back(name);
+  }
+  return Handle(handle);
+}
+
+void EngineLoop::run() {
+  auto next = Clock::now();
+  try {
+    while (true) {
+      {
+        std::unique_lock lock(mutex_);
+        next += options_.cycle_time;
+        wake_.wait_until(lock, next, [&] { return shutdown_requested_; });
+      }
+      const auto now = Clock::now();
+      if (next < now) next = now;
+      if (!cycle()) break;
+    }
+  } catch (const CollectiveError& e) {
+    stop_all(e);
+  } catch (const std::exception& e) {
+    stop_all(CollectiveError(ErrorKind::system, std::string("riseml: engine: ") + e.what()));
+  }
+  timeline_.close();
+}
+
+void EngineLoop::stop_all(const CollectiveError& error) {
+  std::vector<std::shared_ptr<HandleState>> handles;
+  {
+    std::lock_guard lock(mutex_);
+    stopped_ = true;
+    stop_error_ = error.kind() == ErrorKind::aborted
+                      ? error
+                      : CollectiveError(ErrorKind::aborted,
+                                        std::string("riseml: the engine stopped after an error: ") +
+                                            error.what(),
+                                        error.culprit_rank());
+    for (auto& [name, l] : in_flight_) handles.push_back(l.handle);
+    in_flight_.clear();
+    incoming_.clear();
+    if (join_handle_) handles.push_back(std::exchange(join_handle_, nullptr));
+  }
+  for (auto& h : handles) h->fail(error);
+}
+
+EngineLoop::Local* EngineLoop::local(const std::string& name) {
+  std::lock_guard lock(mutex_);
+  auto it = in_flight_.find(name);
+  return it == in_flight_.end() ? nullptr : &it->second;
+}
+
+bool EngineLoop::is_ready(const Global& g) const {
+  for (int r = 0; r < size_; ++r) {
+    const auto ur = static_cast<std::size_t>(r);
+    if (!g.metas[ur] && !joined_[ur]) return false;
+  }
+  return true;
+}
+
+const TensorMeta& EngineLoop::reference(const Global& g) const {
+  for (const auto& m : g.metas)
+    if (m) return *m;
+  throw CollectiveError(ErrorKind::system, "riseml: engine: entry '" + g.name + "' has no metadata");
+}
+
+std::optional<CollectiveError> EngineLoop::check_agreement(const Global& g) const {
+  const TensorMeta& ref = reference(g);
+  // Compares one aspect over the ranks that submitted; on disagreement, names every value with
+  // the ranks that gave it.
+  auto aspect = [&](const char* what,
+                    const std::function<std::string(const TensorMeta&)>& describe)
+      -> std::optional<CollectiveError> {
+    std::vector<std::pair<std::string, std::vector<int>>> groups;
+    for (int r = 0; r < size_; ++r) {
+      const auto& m = g.metas[static_cast<std::size_t>(r)];
+      if (!m) continue;
+      std::string d = describe(*m);
+      auto it = std::find_if(groups.begin(), groups.end(), [&](auto& p) { return p.first == d; });
+      if (it == groups.end())
+        groups.push_back({d, {r}});
+      else
+        it->second.push_back(r);
+    }
+    if (groups.size() <= 1) return std::nullopt;
+    std::string msg = "riseml: mismatched " + std::string(what) + " for " +
+                      std::string(kind_name(ref.kind)) + " '" + g.name + "': ";
+    for (std::size_t i = 0; i < groups.size(); ++i) {
+      if (i) msg += "; ";
+      msg += rank_list(groups[i].second) + ": " + groups[i].first;
+    }
+    return CollectiveError(ErrorKind::mismatch, msg, groups[1].second.front());
+  };
+  if (auto e = aspect("operations", [](const TensorMeta& m) { return std::string(kind_name(m.kind)); }))
+    return e;
+  if (auto e = aspect("data types", [](const TensorMeta& m) { return std::string(to_string(m.dtype)); }))
+    return e;
+  if (ref.kind == OpKind::allreduce) {
+    if (auto e = aspect("reduce operations",
+                        [](const TensorMeta& m) { return std::string(to_string(m.op)); }))
+      return e;
+    if (auto e = aspect("scale factors", [](const TensorMeta& m) {
+          return "prescale " + format_scale(m.prescale) + ", postscale " + format_scale(m.postscale);
+        }))
+      return e;
+  }
+  if (ref.kind == OpKind::broadcast) {
+    if (auto e = aspect("root ranks", [](const TensorMeta& m) { return std::to_string(m.root); }))
+      return e;
+    if (!g.metas[static_cast<std::size_t>(ref.root)])
+      return CollectiveError(ErrorKind::mismatch,
+                             "riseml: broadcast '" + g.name + "': root rank " +
+                                 std::to_string(ref.root) + " has joined and sends nothing",
+                             ref.root);
+  }
+  if (auto e = aspect("tensor counts",
+                      [](const TensorMeta& m) { return std::to_string(m.shapes.size()); }))
+    return e;
+  if (ref.kind == OpKind::allgather)
+    return aspect("shapes (all but the first dimension must agree)", [](const TensorMeta& m) {
+      std::string s = "[*";
+      for (std::size_t i = 1; i < m.shapes[0].size(); ++i) s += ", " + std::to_string(m.shapes[0][i]);
+      return s + "]";
+    });
+  return aspect("shapes", [](const TensorMeta& m) {
+    std::string s;
+    for (std::size_t i = 0; i < m.shapes.size(); ++i) s += (i ? " " : "") + describe_shape(m.shapes[i]);
+    return s;
+  });
+}
+
+bool EngineLoop::cycle() {
+  // 1. What this rank has to say.
+  Message mine;
+  std::vector<std::string> fresh;
+  {
+    std::lock_guard lock(mutex_);
+    fresh.assign(incoming_.begin(), incoming_.end());
+    incoming_.clear();
+    mine.shutdown = shutdown_requested_;
+    if (join_handle_ && !join_sent_) {
+      mine.join = true;
+      join_sent_ = true;
+    }
+  }
+  if (rank_ == 0) mine.stalled = std::exchange(stall_outbox_, {});
+  for (const std::string& name : fresh) {
+    Local* l = local(name);
+    WireEntry e;
+    e.meta = meta_of(l->request);
+    auto c = cache_index_.find(name);
+    if (c != cache_index_.end() && cache_[c->second].metas[static_cast<std::size_t>(rank_)] == e.meta) {
+      e.cached = true;
+      e.cache_id = c->second;
+    } else {
+      e.name = name;
+    }
+    mine.entries.push_back(std::move(e));
+  }
+
+  // 2. Everyone's messages: one allgather of fixed slots (the size, then the message when it
+  // fits: the steady state of a training loop), and an allgatherv only when one does not fit.
+  const std::vector<std::byte> bytes = encode(mine);
+  std::vector<std::byte> slots(kSlotBytes * static_cast<std::size_t>(size_));
+  {
+    std::array<std::byte, kSlotBytes> slot{};
+    const std::uint64_t n = bytes.size();
+    std::memcpy(slot.data(), &n, sizeof n);
+    if (bytes.size() <= kSlotBytes - sizeof n)
+      std::memcpy(slot.data() + sizeof n, bytes.data(), bytes.size());
+    comm_->allgather(slot.data(), slots.data(), kSlotBytes, DataType::uint8);
+  }
+  std::vector<std::size_t> counts(static_cast<std::size_t>(size_));
+  bool all_inline = true;
+  for (std::size_t r = 0; r < counts.size(); ++r) {
+    std::uint64_t n;
+    std::memcpy(&n, slots.data() + r * kSlotBytes, sizeof n);
+    counts[r] = static_cast<std::size_t>(n);
+    all_inline = all_inline && n <= kSlotBytes - sizeof n;
+  }
+  std::size_t total = 0;
+  for (std::size_t c : counts) total += c;
+  std::vector<std::byte> all(total);
+  if (all_inline) {
+    std::size_t at = 0;
+    for (std::size_t r = 0; r < counts.size(); ++r) {
+      std::memcpy(all.data() + at, slots.data() + r * kSlotBytes + sizeof(std::uint64_t), counts[r]);
+      at += counts[r];
+    }
+  } else {
+    comm_->allgatherv(bytes.data(), all.data(), counts, DataType::uint8);
+  }
+  const auto now = Clock::now();
+
+  // 3. The same table on every rank.
+  int shutdown_by = -1;
+  std::vector<StallVerdict> verdicts;
+  std::size_t offset = 0;
+  for (int r = 0; r < size_; ++r) {
+    const auto ur = static_cast<std::size_t>(r);
+    Message m = decode(all.data() + offset, counts[ur], r);
+    offset += counts[ur];
+    if (m.shutdown && shutdown_by < 0) shutdown_by = r;
+    if (m.join) {
+      joined_[ur] = true;
+      last_joined_ = r;
+    }
+    if (r == 0) verdicts = std::move(m.stalled);
+    for (WireEntry& e : m.entries) {
+      if (e.cached) {
+        if (e.cache_id >= cache_.size() || !cache_[e.cache_id].metas[ur])
+          throw CollectiveError(ErrorKind::mismatch,
+                                "riseml: engine: rank " + std::to_string(r) +
+                                    " referred to an unknown cache entry",
+                                r);
+        e.name = cache_[e.cache_id].name;
+        e.meta = *cache_[e.cache_id].metas[ur];
+      }
+      auto [it, inserted] = table_index_.try_emplace(e.name, next_seq_);
+      if (inserted) {
+        Global g;
+        g.name = e.name;
+        g.metas.resize(static_cast<std::size_t>(size_));
+        g.first_seen = now;
+        table_.emplace(next_seq_++, std::move(g));
+      }
+      table_.at(it->second).metas[ur] = std::move(e.meta);
+    }
+  }
+
+  // 4. Rank 0's verdicts on stalled tensors (unless they became ready meanwhile).
+  for (const StallVerdict& v : verdicts) {
+    auto it = table_index_.find(v.name);
+    if (it == table_index_.end() || it->second != v.seq) continue;  // gone, or a new one
+    Global& g = table_.at(it->second);
+    if (is_ready(g)) continue;
+    finish(g, CollectiveError(ErrorKind::timeout, v.message));
+  }
+
+  // 5. Ready everywhere: check agreement, then run (allreduces fused first, then the others).
+  std::vector<Global*> allreduces, others;
+  for (auto& [seq, g] : table_) {
+    if (!is_ready(g)) continue;
+    if (auto error = check_agreement(g)) {
+      finish(g, error);
+      continue;
+    }
+    (reference(g).kind == OpKind::allreduce ? allreduces : others).push_back(&g);
+  }
+  execute_allreduces(allreduces, now);
+  for (Global* g : others) execute_other(*g, now);
+  for (auto it = table_.begin(); it != table_.end();) {
+    if (it->second.metas.empty()) {  // finished
+      it = table_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+
+  // 6. Join: complete once every rank has joined.
+  if (std::all_of(joined_.begin(), joined_.end(), [](bool j) { return j; })) {
+    std::shared_ptr<HandleState> h;
+    {
+      std::lock_guard lock(mutex_);
+      h = std::exchange(join_handle_, nullptr);
+    }
+    if (h) {
+      h->join_result = last_joined_;
+      h->complete();
+    }
+    joined_.assign(joined_.size(), false);
+    join_sent_ = false;
+  }
+
+  if (rank_ == 0) check_stalls(now);
+
+  if (shutdown_by >= 0) {
+    stop_all(CollectiveError(ErrorKind::aborted, "riseml: the engine was shut down (rank " +
+                                                     std::to_string(shutdown_by) +
+                                                     " called shutdown)"));
+    return false;
+  }
+  return true;
+}
+
+void EngineLoop::finish(Global& g, const std::optional<CollectiveError>& error) {
+  std::shared_ptr<HandleState> h;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = in_flight_.find(g.name);
+    if (it != in_flight_.end()) {
+      h = it->second.handle;
+      in_flight_.erase(it);
+    }
+  }
+  const TensorMeta* ref = nullptr;
+  for (const auto& m : g.metas)
+    if (m) ref = &*m;
+  if (!error && ref && ref->kind != OpKind::barrier) {  // remember it: next time 4 bytes
+    auto c = cache_index_.find(g.name);
+    if (c != cache_index_.end()) {
+      cache_[c->second].metas = g.metas;
+    } else if (cache_.size() < kCacheCapacity) {
+      cache_index_.emplace(g.name, static_cast<std::uint32_t>(cache_.size()));
+      cache_.push_back({g.name, g.metas});
+    }
+  }
+  table_index_.erase(g.name);
+  g.metas.clear();  // marks it finished; erased from the table after this cycle
+  if (h) {
+    if (error)
+      h->fail(*error);
+    else
+      h->complete();
+  }
+}
+
+void EngineLoop::trace_negotiation(const std::string& name, Clock::time_point ready_at,
+                                   Clock::time_point start) {
+  if (!timeline_.enabled()) return;
+  std::lock_guard lock(mutex_);
+  auto it = in_flight_.find(name);
+  if (it != in_flight_.end()) timeline_.event(name, "NEGOTIATE", it->second.enqueued, ready_at);
+  timeline_.event(name, "QUEUE", ready_at, start);
+}
+
+void EngineLoop::execute_allreduces(const std::vector<Global*>& entries, Clock::time_point ready_at) {
+  // Buckets of one data type, operation and scaling, in order of first appearance, each cut
+  // into pieces of at most fusion_threshold bytes (an entry is never split).
+  std::vector<std::vector<Global*>> kinds;
+  for (Global* g : entries) {
+    const TensorMeta& m = reference(*g);
+    auto it = std::find_if(kinds.begin(), kinds.end(), [&](const std::vector<Global*>& k) {
+      const TensorMeta& o = reference(*k.front());
+      return o.dtype == m.dtype && o.op == m.op && o.prescale == m.prescale &&
+             o.postscale == m.postscale;
+    });
+    if (it == kinds.end())
+      kinds.push_back({g});
+    else
+      it->push_back(g);
+  }
+  for (const auto& kind : kinds) {
+    std::vector<Global*> bucket;
+    std::size_t bytes = 0;
+    for (Global* g : kind) {
+      const std::size_t b = meta_bytes(reference(*g));
+      if (!bucket.empty() && bytes + b > options_.fusion_threshold) {
+        execute_fused(bucket, ready_at);
+        bucket.clear();
+        bytes = 0;
+      }
+      bucket.push_back(g);
+      bytes += b;
+    }
+    if (!bucket.empty()) execute_fused(bucket, ready_at);
+  }
+}
+
+void EngineLoop::execute_fused(const std::vector<Global*>& bucket, Clock::time_point ready_at) {
+  const TensorMeta& m = reference(*bucket.front());
+  const std::size_t esize = element_size(m.dtype);
+  std::size_t tensors = 0, total = 0;
+  for (Global* g : bucket) {
+    for (const auto& s : reference(*g).shapes) {
+      ++tensors;
+      total += element_count(s);
+    }
+  }
+  const auto start = Clock::now();
+  for (Global* g : bucket) trace_negotiation(g->name, ready_at, start);
+
+  if (tensors == 1) {  // in place on the caller's tensor, no copy
+    Global& g = *bucket.front();
+    Local* l = local(g.name);
+    if (total != 0) {
+      std::vector<std::byte> zeros;
+      void* out;
+      const void* in;
+      if (l) {
+        const TensorArg& t = l->request.tensors[0];
+        out = t.output;
+        in = t.input;
+        if (m.prescale != 1.0) {
+          scale_copy(in, out, total, m.dtype, m.prescale);
+          in = out;
+        }
+      } else {  // joined: contribute zeros
+        zeros.assign(total * esize, std::byte{0});
+        out = zeros.data();
+        in = out;
+      }
+      comm_->allreduce(in, out, total, m.dtype, m.op);
+      if (m.postscale != 1.0) scale_copy(out, out, total, m.dtype, m.postscale);
+      timeline_.event(g.name, "ALLREDUCE", start, Clock::now(), total * esize);
+    }
+    finish(g, std::nullopt);
+    return;
+  }
+
+  fusion_buffer_.resize(std::max(fusion_buffer_.size(), total * esize));
+  std::byte* buffer = fusion_buffer_.data();
+  std::size_t offset = 0;
+  for (Global* g : bucket) {
+    const auto t0 = Clock::now();
+    Local* l = local(g->name);
+    const auto& shapes = reference(*g).shapes;
+    std::size_t bytes = 0;
+    for (std::size_t i = 0; i < shapes.size(); ++i) {
+      const std::size_t n = element_count(shapes[i]);
+      if (l)
+        scale_copy(l->request.tensors[i].input, buffer + offset, n, m.dtype, m.prescale);
+      else
+        std::memset(buffer + offset, 0, n * esize);
+      offset += n * esize;
+      bytes += n * esize;
+    }
+    timeline_.event(g->name, "MEMCPY_IN_FUSION_BUFFER", t0, Clock::now(), bytes);
+  }
+  const auto t1 = Clock::now();
+  comm_->allreduce(buffer, buffer, total, m.dtype, m.op);
+  const auto t2 = Clock::now();
+  offset = 0;
+  for (Global* g : bucket) {
+    const auto t3 = Clock::now();
+    Local* l = local(g->name);
+    const auto& shapes = reference(*g).shapes;
+    std::size_t bytes = 0;
+    for (std::size_t i = 0; i < shapes.size(); ++i) {
+      const std::size_t n = element_count(shapes[i]);
+      if (l) scale_copy(buffer + offset, l->request.tensors[i].output, n, m.dtype, m.postscale);
+      offset += n * esize;
+      bytes += n * esize;
+    }
+    timeline_.event(g->name, "ALLREDUCE", t1, t2, bytes);
+    timeline_.event(g->name, "MEMCPY_OUT_FUSION_BUFFER", t3, Clock::now(), bytes);
+    finish(*g, std::nullopt);
+  }
+}
+
+void EngineLoop::execute_other(Global& g, Clock::time_point ready_at) {
+  const TensorMeta& m = reference(g);
+  const std::size_t esize = element_size(m.dtype);
+  Local* l = local(g.name);
+  const auto start = Clock::now();
+  trace_negotiation(g.name, ready_at, start);
+  std::size_t bytes = 0;
+  switch (m.kind) {
+    case OpKind::broadcast: {
+      const std::size_t n = element_count(m.shapes[0]);
+      bytes = n * esize;
+      if (n == 0) break;
+      std::vector<std::byte> scratch;
+      void* buffer;
+      if (l) {
+        const TensorArg& t = l->request.tensors[0];
+        if (t.input != t.output) std::memcpy(t.output, t.input, bytes);
+        buffer = t.output;
+      } else {
+        scratch.resize(bytes);
+        buffer = scratch.data();
+      }
+      comm_->broadcast(buffer, n, m.dtype, m.root);
+      break;
+    }
+    case OpKind::allgather: {
+      std::vector<std::size_t> counts(static_cast<std::size_t>(size_), 0);
+      std::int64_t rows = 0;
+      std::size_t total = 0;
+      for (int r = 0; r < size_; ++r) {
+        const auto& mr = g.metas[static_cast<std::size_t>(r)];
+        if (!mr) continue;
+        counts[static_cast<std::size_t>(r)] = element_count(mr->shapes[0]);
+        rows += mr->shapes[0][0];
+        total += counts[static_cast<std::size_t>(r)];
+      }
+      bytes = total * esize;
+      std::vector<std::byte> out(std::max(bytes, esize));
+      const std::byte dummy[8] = {};
+      const void* in = l && l->request.tensors[0].input ? l->request.tensors[0].input : dummy;
+      comm_->allgatherv(in, out.data(), counts, m.dtype);
+      out.resize(bytes);
+      if (l) {
+        std::vector<std::int64_t> shape = m.shapes[0];
+        shape[0] = rows;
+        l->handle->allgather_output = std::move(out);
+        l->handle->output_shape = std::move(shape);
+      }
+      break;
+    }
+    case OpKind::barrier: comm_->barrier(); break;
+    case OpKind::allreduce:
+    case OpKind::join: break;
+  }
+  timeline_.event(g.name, collective_phase(m.kind), start, Clock::now(), bytes);
+  finish(g, std::nullopt);
+}
+
+void EngineLoop::check_stalls(Clock::time_point now) {
+  if (options_.stall_check.count() == 0) return;
+  for (auto& [seq, g] : table_) {
+    const auto age = now - g.first_seen;
+    if (age < options_.stall_check) continue;
+    std::vector<int> have, missing;
+    for (int r = 0; r < size_; ++r) {
+      const auto ur = static_cast<std::size_t>(r);
+      if (g.metas[ur])
+        have.push_back(r);
+      else if (!joined_[ur])
+        missing.push_back(r);
+    }
+    char secs[32];
+    std::snprintf(secs, sizeof secs, "%.1f", std::chrono::duration<double>(age).count());
+    std::string msg = "riseml: stall: " + std::string(kind_name(reference(g).kind)) + " '" +
+                      g.name + "' was submitted by " + rank_list(have) + " but not by " +
+                      rank_list(missing) + " for " + secs +
+                      " s (a rank skipped a collective, or named it differently)";
+    if (!g.warned) {
+      g.warned = true;
+      options_.warn(msg);
+    }
+    if (options_.stall_shutdown.count() > 0 && age >= options_.stall_shutdown && !g.verdict_sent) {
+      g.verdict_sent = true;
+      stall_outbox_.push_back({seq, g.name, msg + "; gave up after RISEML_STALL_SHUTDOWN_S"});
+    }
+  }
+}
+
+}  // namespace riseml::engine

@@ -1,0 +1,109 @@
+// The engine thread and the state it shares with the callers of Engine.
+#pragma once
+
+#include "handle_state.hpp"
+#include "timeline.hpp"
+#include "wire.hpp"
+
+#include <riseml/communicator.hpp>
+#include <riseml/engine/engine.hpp>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+namespace riseml::engine {
+
+class EngineLoop {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  EngineLoop(Rendezvous& rendezvous, const CommunicatorOptions& communicator_options,
+             const EngineOptions& options);
+  ~EngineLoop();
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  Handle enqueue(Request request);
+  void shutdown();
+  bool stopped();
+
+ private:
+  // A request submitted on this rank and not finished.
+  struct Local {
+    Request request;
+    std::shared_ptr<HandleState> handle;
+    Clock::time_point enqueued;
+  };
+  // A name some rank submitted, with each rank's metadata once it did.
+  struct Global {
+    std::string name;
+    std::vector<std::optional<TensorMeta>> metas;
+    Clock::time_point first_seen;
+    bool warned = false;
+    bool verdict_sent = false;
+  };
+  struct CacheEntry {
+    std::string name;
+    std::vector<std::optional<TensorMeta>> metas;
+  };
+
+  void validate(const Request& r) const;
+  void run();
+  bool cycle();  // false: the engine stops
+  bool is_ready(const Global& g) const;
+  std::optional<CollectiveError> check_agreement(const Global& g) const;
+  const TensorMeta& reference(const Global& g) const;
+  void execute_allreduces(const std::vector<Global*>& entries, Clock::time_point ready_at);
+  void execute_fused(const std::vector<Global*>& bucket, Clock::time_point ready_at);
+  void execute_other(Global& g, Clock::time_point ready_at);
+  void finish(Global& g, const std::optional<CollectiveError>& error);
+  void check_stalls(Clock::time_point now);
+  void stop_all(const CollectiveError& error);
+  Local* local(const std::string& name);
+  void trace_negotiation(const std::string& name, Clock::time_point ready_at,
+                         Clock::time_point start);
+
+  int rank_;
+  int size_;
+  EngineOptions options_;
+  std::unique_ptr<Communicator> comm_;
+
+  // Shared with the callers, under mutex_.
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::string> incoming_;
+  std::unordered_map<std::string, Local> in_flight_;
+  std::uint64_t barriers_ = 0;
+  bool shutdown_requested_ = false;
+  std::shared_ptr<HandleState> join_handle_;
+  bool stopped_ = false;
+  std::optional<CollectiveError> stop_error_;
+
+  // The engine thread's own.
+  std::map<std::uint64_t, Global> table_;
+  std::unordered_map<std::string, std::uint64_t> table_index_;
+  std::uint64_t next_seq_ = 0;
+  std::vector<CacheEntry> cache_;
+  std::unordered_map<std::string, std::uint32_t> cache_index_;
+  std::vector<bool> joined_;
+  int last_joined_ = -1;
+  bool join_sent_ = false;
+  std::vector<StallVerdict> stall_outbox_;
+  std::vector<std::byte> fusion_buffer_;
+  Timeline timeline_;
+
+  std::thread thread_;
+};
+
+}  // namespace riseml::engine

@@ -1,0 +1,42 @@
+// What a Handle shares with the engine thread: completion, the error, the results.
+#pragma once
+
+#include <riseml/collective_error.hpp>
+
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+namespace riseml::engine {
+
+struct HandleState {
+  std::mutex mutex;
+  std::condition_variable done_changed;
+  bool done = false;
+  std::optional<CollectiveError> error;
+  std::vector<std::byte> allgather_output;
+  std::vector<std::int64_t> output_shape;
+  int join_result = -1;
+
+  void complete() {
+    {
+      std::lock_guard lock(mutex);
+      done = true;
+    }
+    done_changed.notify_all();
+  }
+  void fail(const CollectiveError& e) {
+    {
+      std::lock_guard lock(mutex);
+      if (done) return;
+      error = e;
+      done = true;
+    }
+    done_changed.notify_all();
+  }
+};
+
+}  // namespace riseml::engine

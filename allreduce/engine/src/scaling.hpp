@@ -1,0 +1,17 @@
+// Copying tensors into and out of the fusion buffer, multiplied by a factor on the way
+// (prescale, postscale). float16 and bfloat16 are scaled in float32 and rounded to nearest even.
+#pragma once
+
+#include <riseml/datatype.hpp>
+
+#include <cstddef>
+
+namespace riseml::engine {
+
+// out[i] = in[i] * factor for `count` elements; in == out is allowed. factor must be 1 for
+// integer types.
+void scale_copy(const void* in, void* out, std::size_t count, DataType type, double factor);
+
+bool is_floating_point(DataType type);
+
+}  // namespace riseml::engine

@@ -1,0 +1,270 @@
+// _riseml: the engine for Python. One engine per process, started by init() from PMIx (srun
+// --mpi=pmix, mpirun, riseml-launch, or a lone process). Buffers are numpy arrays (or any
+// C-contiguous buffer), reduced in place where the caller passes the same array as input and
+// output; the arrays are kept alive until synchronize(). Waiting releases the GIL. Engine errors
+// raise riseml.RisemlError (a RuntimeError) with the engine's message.
+#include <riseml/engine/engine.hpp>
+#include <riseml/pmix/session.hpp>
+#include <riseml/pmix/session_rendezvous.hpp>
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstring>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace py = pybind11;
+using namespace riseml;
+
+namespace {
+
+struct Runtime {
+  std::shared_ptr<pmix::Session> session;
+  std::unique_ptr<pmix::SessionRendezvous> rendezvous;
+  std::unique_ptr<engine::Engine> engine;
+  pmix::JobFacts facts;
+};
+
+struct Pending {
+  engine::Handle handle;
+  py::object keep_alive;  // the arrays the engine reads or writes
+  bool allgather = false;
+  py::dtype result_dtype;
+};
+
+std::unique_ptr<Runtime> g_runtime;
+std::map<std::int64_t, Pending> g_pending;
+std::int64_t g_next_handle = 1;
+
+Runtime& runtime() {
+  if (!g_runtime || !g_runtime->engine)
+    throw CollectiveError(ErrorKind::invalid_argument,
+                          "riseml has not been initialized; call riseml.init() first");
+  return *g_runtime;
+}
+
+DataType dtype_of(const py::array& a, const std::string& override_name) {
+  if (!override_name.empty()) {
+    auto t = parse_data_type(override_name);
+    if (!t) throw py::type_error("riseml: unknown data type '" + override_name + "'");
+    return *t;
+  }
+  const char kind = a.dtype().kind();
+  const auto size = a.dtype().itemsize();
+  if (kind == 'f' && size == 4) return DataType::float32;
+  if (kind == 'f' && size == 8) return DataType::float64;
+  if (kind == 'f' && size == 2) return DataType::float16;
+  if (kind == 'i' && size == 4) return DataType::int32;
+  if (kind == 'i' && size == 8) return DataType::int64;
+  if (kind == 'u' && size == 1) return DataType::uint8;
+  throw py::type_error("riseml: unsupported dtype " + std::string(py::str(a.dtype())) +
+                       " (float16/32/64, int32/64, uint8; bfloat16 through torch)");
+}
+
+void check_contiguous(const py::array& a, const char* what) {
+  if (!(a.flags() & py::array::c_style))
+    throw py::value_error(std::string("riseml: the ") + what + " array must be C-contiguous");
+}
+
+std::vector<std::int64_t> shape_of(const py::array& a) {
+  std::vector<std::int64_t> s;
+  for (py::ssize_t i = 0; i < a.ndim(); ++i) s.push_back(static_cast<std::int64_t>(a.shape(i)));
+  return s;
+}
+
+std::int64_t remember(engine::Handle h, py::object keep, bool allgather = false,
+                      py::dtype dt = py::dtype("uint8")) {
+  const std::int64_t id = g_next_handle++;
+  g_pending.emplace(id, Pending{std::move(h), std::move(keep), allgather, std::move(dt)});
+  return id;
+}
+
+engine::TensorArg arg(const py::array& in, py::array& out) {
+  check_contiguous(in, "input");
+  check_contiguous(out, "output");
+  if (!out.writeable()) throw py::value_error("riseml: the output array is read-only");
+  if (in.nbytes() != out.nbytes() || !in.dtype().is(out.dtype()))
+    throw py::value_error("riseml: input and output arrays differ in size or dtype");
+  return {in.data(), out.mutable_data(), shape_of(in)};
+}
+
+ReduceOp op_of(int op) {
+  if (op < 0 || op > static_cast<int>(ReduceOp::product))
+    throw py::value_error("riseml: unknown reduce op " + std::to_string(op));
+  return static_cast<ReduceOp>(op);
+}
+
+std::int64_t allreduce_async(py::array in, py::array out, const std::string& name, int op,
+                             double prescale, double postscale, const std::string& dtype) {
+  engine::Request r;
+  r.kind = engine::OpKind::allreduce;
+  r.name = name;
+  r.dtype = dtype_of(in, dtype);
+  r.op = op_of(op);
+  r.prescale = prescale;
+  r.postscale = postscale;
+  r.tensors.push_back(arg(in, out));
+  auto h = runtime().engine->enqueue(std::move(r));
+  return remember(std::move(h), py::make_tuple(in, out));
+}
+
+std::int64_t grouped_allreduce_async(std::vector<py::array> ins, std::vector<py::array> outs,
+                                     const std::string& name, int op, double prescale,
+                                     double postscale, const std::string& dtype) {
+  if (ins.empty() || ins.size() != outs.size())
+    throw py::value_error("riseml: grouped_allreduce needs equally many (>0) inputs and outputs");
+  engine::Request r;
+  r.kind = engine::OpKind::allreduce;
+  r.name = name;
+  r.dtype = dtype_of(ins[0], dtype);
+  r.op = op_of(op);
+  r.prescale = prescale;
+  r.postscale = postscale;
+  for (std::size_t i = 0; i < ins.size(); ++i) {
+    if (dtype_of(ins[i], dtype) != r.dtype)
+      throw py::value_error("riseml: grouped_allreduce needs tensors of one dtype");
+    r.tensors.push_back(arg(ins[i], outs[i]));
+  }
+  auto h = runtime().engine->enqueue(std::move(r));
+  return remember(std::move(h), py::make_tuple(py::cast(ins), py::cast(outs)));
+}
+
+std::int64_t broadcast_async(py::array in, py::array out, int root, const std::string& name,
+                             const std::string& dtype) {
+  engine::Request r;
+  r.kind = engine::OpKind::broadcast;
+  r.name = name;
+  r.dtype = dtype_of(in, dtype);
+  r.root = root;
+  r.tensors.push_back(arg(in, out));
+  auto h = runtime().engine->enqueue(std::move(r));
+  return remember(std::move(h), py::make_tuple(in, out));
+}
+
+std::int64_t allgather_async(py::array in, const std::string& name, const std::string& dtype) {
+  check_contiguous(in, "input");
+  engine::Request r;
+  r.kind = engine::OpKind::allgather;
+  r.name = name;
+  r.dtype = dtype_of(in, dtype);
+  if (in.ndim() == 0) throw py::value_error("riseml: allgather needs at least one dimension");
+  r.tensors.push_back({in.data(), nullptr, shape_of(in)});
+  auto h = runtime().engine->enqueue(std::move(r));
+  return remember(std::move(h), in, true, in.dtype());
+}
+
+Pending take(std::int64_t id) {
+  auto it = g_pending.find(id);
+  if (it == g_pending.end())
+    throw py::value_error("riseml: unknown or already synchronized handle " + std::to_string(id));
+  Pending p = std::move(it->second);
+  g_pending.erase(it);
+  return p;
+}
+
+py::object synchronize(std::int64_t id) {
+  auto it = g_pending.find(id);
+  if (it == g_pending.end())
+    throw py::value_error("riseml: unknown or already synchronized handle " + std::to_string(id));
+  engine::Handle h = it->second.handle;
+  try {
+    py::gil_scoped_release release;
+    h.wait();
+  } catch (...) {
+    take(id);
+    throw;
+  }
+  Pending p = take(id);
+  if (!p.allgather) return py::none();
+  const auto& bytes = h.allgather_output();
+  std::vector<py::ssize_t> shape(h.output_shape().begin(), h.output_shape().end());
+  py::array out(p.result_dtype, shape);
+  if (!bytes.empty()) std::memcpy(out.mutable_data(), bytes.data(), bytes.size());
+  return out;
+}
+
+bool poll(std::int64_t id) {
+  auto it = g_pending.find(id);
+  if (it == g_pending.end())
+    throw py::value_error("riseml: unknown or already synchronized handle " + std::to_string(id));
+  return it->second.handle.poll();
+}
+
+void init() {
+  if (g_runtime && g_runtime->engine) return;
+  auto rt = std::make_unique<Runtime>();
+  py::gil_scoped_release release;  // setup is collective: other Python threads may run
+  rt->session = pmix::init();
+  rt->facts = rt->session->facts();
+  rt->rendezvous = std::make_unique<pmix::SessionRendezvous>(rt->session);
+  rt->engine = std::make_unique<engine::Engine>(*rt->rendezvous,
+                                                CommunicatorOptions::from_environment(),
+                                                engine::EngineOptions::from_environment());
+  g_runtime = std::move(rt);
+}
+
+void shutdown() {
+  if (!g_runtime) return;
+  {
+    py::gil_scoped_release release;
+    if (g_runtime->engine) g_runtime->engine->shutdown();
+  }
+  g_pending.clear();
+  g_runtime.reset();
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_riseml, m) {
+  m.doc() = "riseml engine binding (use the riseml and riseml.torch packages)";
+  static py::exception<CollectiveError> error(m, "RisemlError", PyExc_RuntimeError);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const CollectiveError& e) {
+      error(e.what());
+    } catch (const RendezvousError& e) {
+      error(e.what());
+    }
+  });
+  m.def("init", &init);
+  m.def("shutdown", &shutdown);
+  m.def("is_initialized", [] { return g_runtime && g_runtime->engine && !g_runtime->engine->stopped(); });
+  m.def("rank", [] { return runtime().facts.rank; });
+  m.def("size", [] { return runtime().facts.size; });
+  m.def("local_rank", [] { return runtime().facts.local_rank; });
+  m.def("local_size", [] { return runtime().facts.local_size; });
+  m.def("cross_rank", [] { return runtime().facts.node_id; });
+  m.def("cross_size", [] { return runtime().facts.num_nodes; });
+  m.def("allreduce_async", &allreduce_async, py::arg("input"), py::arg("output"), py::arg("name"),
+        py::arg("op"), py::arg("prescale") = 1.0, py::arg("postscale") = 1.0,
+        py::arg("dtype") = "");
+  m.def("grouped_allreduce_async", &grouped_allreduce_async, py::arg("inputs"),
+        py::arg("outputs"), py::arg("name"), py::arg("op"), py::arg("prescale") = 1.0,
+        py::arg("postscale") = 1.0, py::arg("dtype") = "");
+  m.def("broadcast_async", &broadcast_async, py::arg("input"), py::arg("output"),
+        py::arg("root"), py::arg("name"), py::arg("dtype") = "");
+  m.def("allgather_async", &allgather_async, py::arg("input"), py::arg("name"),
+        py::arg("dtype") = "");
+  m.def("barrier", [] {
+    auto h = runtime().engine->barrier();
+    py::gil_scoped_release release;
+    h.wait();
+  });
+  m.def("join", [] {
+    auto h = runtime().engine->join();
+    py::gil_scoped_release release;
+    return h.join_result();
+  });
+  m.def("synchronize", &synchronize);
+  m.def("poll", &poll);
+  m.attr("SUM") = static_cast<int>(ReduceOp::sum);
+  m.attr("AVERAGE") = static_cast<int>(ReduceOp::average);
+  m.attr("MIN") = static_cast<int>(ReduceOp::min);
+  m.attr("MAX") = static_cast<int>(ReduceOp::max);
+  m.attr("PRODUCT") = static_cast<int>(ReduceOp::product);
+}

@@ -1,0 +1,438 @@
+// The engine with ranks as threads of this process (in-memory rendezvous, in-process transport).
+#include <riseml/engine/engine.hpp>
+#include <riseml/in_memory_rendezvous.hpp>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <mutex>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+namespace riseml::engine {
+namespace {
+
+using Body = std::function<void(Engine&, int)>;
+
+CommunicatorOptions inproc() {
+  CommunicatorOptions o;
+  o.transport = TransportChoice::inproc;
+  o.timeout = std::chrono::seconds(20);
+  return o;
+}
+
+// Runs `body` on n ranks; rethrows (as a test failure) what a rank threw.
+void run_engines(int n, const std::function<EngineOptions(int)>& options_for, const Body& body) {
+  auto hub = std::make_shared<InMemoryRendezvousHub>(n);
+  std::vector<std::string> errors(static_cast<std::size_t>(n));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        InMemoryRendezvous rendezvous(hub, r);
+        Engine engine(rendezvous, inproc(), options_for(r));
+        body(engine, r);
+      } catch (const std::exception& e) {
+        errors[static_cast<std::size_t>(r)] = e.what();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < n; ++r) EXPECT_EQ(errors[static_cast<std::size_t>(r)], "") << "rank " << r;
+}
+
+void run_engines(int n, const Body& body) {
+  run_engines(n, [](int) { return EngineOptions{}; }, body);
+}
+
+// The error `h.wait()` throws, or "" when it succeeds.
+std::string error_of(const Handle& h) {
+  try {
+    h.wait();
+  } catch (const CollectiveError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST(Engine, AllreduceOps) {
+  run_engines(4, [](Engine& e, int rank) {
+    std::vector<float> sum(5, float(rank + 1)), avg = sum, mn = sum, mx = sum;
+    std::vector<float> out(5);
+    auto h1 = e.allreduce("sum", sum.data(), sum.data(), {5}, DataType::float32, ReduceOp::sum);
+    auto h2 = e.allreduce("avg", avg.data(), avg.data(), {5}, DataType::float32, ReduceOp::average);
+    auto h3 = e.allreduce("min", mn.data(), mn.data(), {5}, DataType::float32, ReduceOp::min);
+    auto h4 = e.allreduce("max", mx.data(), out.data(), {5}, DataType::float32, ReduceOp::max);
+    for (auto* h : {&h1, &h2, &h3, &h4}) h->wait();
+    EXPECT_EQ(sum[0], 10.0f);
+    EXPECT_EQ(avg[4], 2.5f);
+    EXPECT_EQ(mn[2], 1.0f);
+    EXPECT_EQ(out[3], 4.0f);
+    EXPECT_EQ(mx[3], float(rank + 1));  // input untouched when out-of-place
+  });
+}
+
+TEST(Engine, OutOfOrderSubmissionFromSeveralThreads) {
+  constexpr int kTensors = 24;
+  run_engines(3, [](Engine& e, int rank) {
+    std::vector<std::vector<double>> data(kTensors);
+    std::vector<Handle> handles(kTensors);
+    std::vector<int> order(kTensors);
+    for (int i = 0; i < kTensors; ++i) order[i] = rank % 2 ? kTensors - 1 - i : i;
+    std::mutex m;
+    auto submit = [&](int part) {
+      for (int k = part; k < kTensors; k += 2) {
+        int i = order[static_cast<std::size_t>(k)];
+        data[i].assign(static_cast<std::size_t>(i + 1), double(rank * 100 + i));
+        auto h = e.allreduce("t" + std::to_string(i), data[i].data(), data[i].data(), {i + 1},
+                             DataType::float64, ReduceOp::sum);
+        std::lock_guard lock(m);
+        handles[i] = h;
+      }
+    };
+    std::thread a(submit, 0), b(submit, 1);
+    a.join();
+    b.join();
+    for (int i = 0; i < kTensors; ++i) {
+      handles[i].wait();
+      EXPECT_EQ(data[i].back(), double(300 + 3 * i)) << i;
+    }
+  });
+}
+
+TEST(Engine, FusionPacksSmallTensorsAndTimelineShowsIt) {
+  const std::string path = ::testing::TempDir() + "engine_timeline.json";
+  auto opts = [&](int) {
+    EngineOptions o;
+    o.timeline_path = path;
+    o.cycle_time = std::chrono::milliseconds(20);  // long enough for all three to meet
+    return o;
+  };
+  run_engines(2, opts, [](Engine& e, int rank) {
+    std::vector<float> a(3, 1.0f + rank), b(7, 2.0f), c(1, 3.0f);
+    std::vector<std::int32_t> i(4, rank);
+    auto ha = e.allreduce("a", a.data(), a.data(), {3}, DataType::float32, ReduceOp::sum);
+    auto hb = e.allreduce("b", b.data(), b.data(), {7}, DataType::float32, ReduceOp::sum);
+    auto hc = e.allreduce("c", c.data(), c.data(), {1}, DataType::float32, ReduceOp::sum);
+    auto hi = e.allreduce("i", i.data(), i.data(), {4}, DataType::int32, ReduceOp::sum);
+    ha.wait(); hb.wait(); hc.wait(); hi.wait();
+    EXPECT_EQ(a[0], 3.0f);
+    EXPECT_EQ(b[6], 4.0f);
+    EXPECT_EQ(c[0], 6.0f);
+    EXPECT_EQ(i[3], 1);
+  });
+  const std::string t = slurp(path);
+  ASSERT_FALSE(t.empty());
+  EXPECT_EQ(t.front(), '[');
+  EXPECT_NE(t.find("]\n"), std::string::npos);
+  for (const char* phase : {"NEGOTIATE", "QUEUE", "MEMCPY_IN_FUSION_BUFFER", "ALLREDUCE",
+                            "MEMCPY_OUT_FUSION_BUFFER", "\"name\": \"b\""})
+    EXPECT_NE(t.find(phase), std::string::npos) << phase;
+}
+
+TEST(Engine, FusionThresholdZeroAndLargeTensorsGoInPlace) {
+  const std::string path = ::testing::TempDir() + "engine_timeline_nofusion.json";
+  auto opts = [&](int) {
+    EngineOptions o;
+    o.timeline_path = path;
+    o.fusion_threshold = 0;
+    o.cycle_time = std::chrono::milliseconds(20);
+    return o;
+  };
+  run_engines(2, opts, [](Engine& e, int) {
+    std::vector<float> a(1000, 1.0f), b(1000, 2.0f);
+    auto ha = e.allreduce("a", a.data(), a.data(), {10, 100}, DataType::float32, ReduceOp::sum);
+    auto hb = e.allreduce("b", b.data(), b.data(), {1000}, DataType::float32, ReduceOp::sum);
+    ha.wait();
+    hb.wait();
+    EXPECT_EQ(a[999], 2.0f);
+    EXPECT_EQ(b[0], 4.0f);
+  });
+  EXPECT_EQ(slurp(path).find("MEMCPY_IN_FUSION_BUFFER"), std::string::npos);
+}
+
+TEST(Engine, PrescalePostscaleIncludingHalf) {
+  run_engines(2, [](Engine& e, int) {
+    std::vector<float> f(4, 3.0f);
+    // float16 1.0 = 0x3c00, 0.5 = 0x3800
+    std::vector<std::uint16_t> h(4, 0x3c00);
+    auto hf = e.allreduce("f", f.data(), f.data(), {4}, DataType::float32, ReduceOp::sum, 0.5, 4.0);
+    auto hh = e.allreduce("h", h.data(), h.data(), {4}, DataType::float16, ReduceOp::sum, 0.5, 0.5);
+    hf.wait();
+    hh.wait();
+    EXPECT_EQ(f[0], 12.0f);           // (1.5 + 1.5) * 4
+    EXPECT_EQ(h[3], 0x3800);          // (0.5 + 0.5) * 0.5
+    std::vector<std::int32_t> i(1, 1);
+    EXPECT_THROW(e.allreduce("i", i.data(), i.data(), {1}, DataType::int32, ReduceOp::sum, 2.0),
+                 CollectiveError);
+  });
+}
+
+TEST(Engine, GroupedAllreduceCompletesAsOne) {
+  run_engines(3, [](Engine& e, int rank) {
+    std::vector<float> a(2, 1.0f), b(3, float(rank));
+    Request r;
+    r.name = "group";
+    r.tensors = {{a.data(), a.data(), {2}}, {b.data(), b.data(), {3}}};
+    e.enqueue(r).wait();
+    EXPECT_EQ(a[1], 3.0f);
+    EXPECT_EQ(b[2], 3.0f);
+  });
+}
+
+TEST(Engine, BroadcastAllgatherRaggedBarrier) {
+  run_engines(3, [](Engine& e, int rank) {
+    std::vector<std::int64_t> b(3, rank);
+    e.broadcast("b", b.data(), {3}, DataType::int64, 2).wait();
+    EXPECT_EQ(b[0], 2);
+    // rank r contributes r+1 rows of 2 columns, each value = rank
+    std::vector<float> rows(static_cast<std::size_t>((rank + 1) * 2), float(rank));
+    auto h = e.allgather("g", rows.data(), {rank + 1, 2}, DataType::float32);
+    h.wait();
+    EXPECT_EQ(h.output_shape(), (std::vector<std::int64_t>{6, 2}));
+    const auto& out = h.allgather_output();
+    ASSERT_EQ(out.size(), 12 * sizeof(float));
+    const float* v = reinterpret_cast<const float*>(out.data());
+    EXPECT_EQ(v[0], 0.0f);
+    EXPECT_EQ(v[2], 1.0f);
+    EXPECT_EQ(v[11], 2.0f);
+    e.barrier().wait();
+    e.barrier().wait();
+  });
+}
+
+TEST(Engine, MismatchedShapesNameTheTensorAndRanksOnEveryRank) {
+  run_engines(3, [](Engine& e, int rank) {
+    std::vector<float> x(4, 1.0f);
+    std::int64_t n = rank == 1 ? 3 : 4;
+    std::string err = error_of(e.allreduce("grad.w", x.data(), x.data(), {n}, DataType::float32,
+                                           ReduceOp::sum));
+    EXPECT_NE(err.find("mismatched shapes for allreduce 'grad.w'"), std::string::npos) << err;
+    EXPECT_NE(err.find("ranks 0, 2: [4]; rank 1: [3]"), std::string::npos) << err;
+    // The engine goes on.
+    e.allreduce("after", x.data(), x.data(), {4}, DataType::float32, ReduceOp::sum).wait();
+    EXPECT_EQ(x[0], 3.0f);
+  });
+}
+
+TEST(Engine, MismatchedTypesOpsAndOperations) {
+  run_engines(2, [](Engine& e, int rank) {
+    std::vector<double> x(2, 1.0);
+    std::string err = error_of(e.allreduce("dt", x.data(), x.data(), {rank == 0 ? 2 : 1},
+                                           rank == 0 ? DataType::float64 : DataType::int64,
+                                           ReduceOp::sum));
+    EXPECT_NE(err.find("mismatched data types for allreduce 'dt': rank 0: float"),
+              std::string::npos) << err;
+    err = error_of(e.allreduce("op", x.data(), x.data(), {2}, DataType::float64,
+                               rank == 0 ? ReduceOp::sum : ReduceOp::max));
+    EXPECT_NE(err.find("mismatched reduce operations for allreduce 'op'"), std::string::npos) << err;
+    err = error_of(rank == 0 ? e.allreduce("kind", x.data(), x.data(), {2}, DataType::float64,
+                                           ReduceOp::sum)
+                             : e.broadcast("kind", x.data(), {2}, DataType::float64, 0));
+    EXPECT_NE(err.find("mismatched operations"), std::string::npos) << err;
+    EXPECT_NE(err.find("rank 1: broadcast"), std::string::npos) << err;
+  });
+}
+
+TEST(Engine, StallIsReportedWithTheMissingRanks) {
+  std::mutex m;
+  std::vector<std::string> warnings;
+  auto opts = [&](int) {
+    EngineOptions o;
+    o.stall_check = std::chrono::milliseconds(100);
+    o.stall_shutdown = std::chrono::milliseconds(300);
+    o.warn = [&](const std::string& w) {
+      std::lock_guard lock(m);
+      warnings.push_back(w);
+    };
+    return o;
+  };
+  std::atomic<int> gave_up{0};
+  run_engines(3, opts, [&](Engine& e, int rank) {
+    std::vector<float> x(2, 1.0f);
+    if (rank == 1) {
+      while (gave_up < 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    } else {
+      std::string err = error_of(
+          e.allreduce("lonely", x.data(), x.data(), {2}, DataType::float32, ReduceOp::sum));
+      EXPECT_NE(err.find("stall: allreduce 'lonely' was submitted by ranks 0, 2 but not by rank 1"),
+                std::string::npos) << err;
+      ++gave_up;
+    }
+  });
+  ASSERT_GE(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("'lonely' was submitted by ranks 0, 2 but not by rank 1"),
+            std::string::npos) << warnings[0];
+}
+
+TEST(Engine, JoinLetsOthersGoOnWithZeros) {
+  std::atomic<bool> rank1_joined{false};
+  run_engines(3, [&](Engine& e, int rank) {
+    if (rank == 0) {
+      EXPECT_EQ(e.join().join_result(), 2);
+    } else {
+      std::vector<float> x(3, 1.0f);
+      std::vector<float> big(100, 1.0f);
+      auto h1 = e.allreduce("x", x.data(), x.data(), {3}, DataType::float32, ReduceOp::sum);
+      auto h2 = e.allreduce("big", big.data(), big.data(), {100}, DataType::float32, ReduceOp::sum);
+      std::vector<float> rows(2, float(rank));
+      auto h3 = e.allgather("rows", rows.data(), {2}, DataType::float32);
+      h1.wait();
+      h2.wait();
+      h3.wait();
+      EXPECT_EQ(x[0], 2.0f);
+      EXPECT_EQ(big[99], 2.0f);
+      EXPECT_EQ(h3.output_shape(), (std::vector<std::int64_t>{4}));
+      // Rank 2 joins after rank 1 (in a later cycle, or the same one: ties go to the higher
+      // rank), so it is the last either way.
+      if (rank == 2)
+        while (!rank1_joined) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      Handle j = e.join();
+      if (rank == 1) rank1_joined = true;
+      EXPECT_EQ(j.join_result(), 2);
+    }
+    // After a join everyone works again.
+    std::vector<float> y(1, 1.0f);
+    e.allreduce("y", y.data(), y.data(), {1}, DataType::float32, ReduceOp::sum).wait();
+    EXPECT_EQ(y[0], 3.0f);
+  });
+}
+
+TEST(Engine, SteadyStateRepeatsUseTheCache) {
+  run_engines(2, [](Engine& e, int rank) {
+    std::vector<float> x(8);
+    for (int step = 0; step < 200; ++step) {
+      std::fill(x.begin(), x.end(), float(step + rank));
+      e.allreduce("w", x.data(), x.data(), {8}, DataType::float32, ReduceOp::sum).wait();
+      ASSERT_EQ(x[7], float(2 * step + 1));
+    }
+    // Same name, new shape: sent in full again, still agreed.
+    std::vector<float> y(3, 1.0f);
+    e.allreduce("w", y.data(), y.data(), {3}, DataType::float32, ReduceOp::sum).wait();
+    EXPECT_EQ(y[0], 2.0f);
+  });
+}
+
+TEST(Engine, BadRequestsAreRefusedAtOnce) {
+  run_engines(1, [](Engine& e, int) {
+    std::vector<float> x(4, 1.0f);
+    EXPECT_THROW(e.allreduce("n", nullptr, nullptr, {4}, DataType::float32, ReduceOp::sum),
+                 CollectiveError);
+    EXPECT_THROW(e.broadcast("b", x.data(), {4}, DataType::float32, 3), CollectiveError);
+    EXPECT_THROW(e.allreduce("", x.data(), x.data(), {4}, DataType::float32, ReduceOp::sum),
+                 CollectiveError);
+    EXPECT_THROW(e.allgather("s", x.data(), {}, DataType::float32), CollectiveError);
+    auto h = e.allreduce("dup", x.data(), x.data(), {4}, DataType::float32, ReduceOp::sum);
+    try {
+      e.allreduce("dup", x.data(), x.data(), {4}, DataType::float32, ReduceOp::sum);
+    } catch (const CollectiveError& err) {
+      EXPECT_EQ(err.kind(), ErrorKind::invalid_argument);
+      EXPECT_NE(std::string(err.what()).find("'dup' is already in flight"), std::string::npos);
+    }
+    h.wait();
+    EXPECT_EQ(x[0], 1.0f);
+  });
+}
+
+TEST(Engine, ShutdownOnOneRankStopsEveryRank) {
+  run_engines(2, [](Engine& e, int rank) {
+    if (rank == 0) {
+      e.shutdown();
+    } else {
+      std::vector<float> x(1, 1.0f);
+      std::string err;
+      try {
+        err = error_of(e.allreduce("x", x.data(), x.data(), {1}, DataType::float32, ReduceOp::sum));
+      } catch (const CollectiveError& ex) {
+        err = ex.what();  // already stopped when submitted
+      }
+      EXPECT_NE(err.find("shut down"), std::string::npos) << err;
+    }
+    while (!e.stopped()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::vector<float> y(1);
+    EXPECT_THROW(e.allreduce("late", y.data(), y.data(), {1}, DataType::float32, ReduceOp::sum),
+                 CollectiveError);
+  });
+}
+
+TEST(EngineOptions, FromEnvironment) {
+  setenv("HOROVOD_FUSION_THRESHOLD", "1000", 1);
+  setenv("RISEML_FUSION_THRESHOLD", "2000", 1);
+  setenv("HOROVOD_CYCLE_TIME", "2.5", 1);
+  setenv("RISEML_STALL_CHECK_S", "7", 1);
+  setenv("HOROVOD_TIMELINE", "/tmp/t.json", 1);
+  EngineOptions o = EngineOptions::from_environment();
+  EXPECT_EQ(o.fusion_threshold, 2000u);
+  EXPECT_EQ(o.cycle_time, std::chrono::microseconds(2500));
+  EXPECT_EQ(o.stall_check, std::chrono::seconds(7));
+  EXPECT_EQ(o.timeline_path, "/tmp/t.json");
+  setenv("RISEML_CYCLE_TIME_MS", "soon", 1);
+  try {
+    EngineOptions::from_environment();
+    ADD_FAILURE() << "no error";
+  } catch (const CollectiveError& e) {
+    EXPECT_NE(std::string(e.what()).find("RISEML_CYCLE_TIME_MS='soon'"), std::string::npos);
+  }
+  for (const char* v : {"HOROVOD_FUSION_THRESHOLD", "RISEML_FUSION_THRESHOLD", "HOROVOD_CYCLE_TIME",
+                        "RISEML_STALL_CHECK_S", "HOROVOD_TIMELINE", "RISEML_CYCLE_TIME_MS"})
+    unsetenv(v);
+}
+
+}  // namespace
+}  // namespace riseml::engine
+
+// The per-cycle message: round trip, and a truncated message is refused with the sender named.
+#include "wire.hpp"
+
+namespace riseml::engine {
+namespace {
+
+TEST(EngineWire, RoundTripAndTruncation) {
+  Message m;
+  m.shutdown = true;
+  m.stalled.push_back({7, "x", "stalled"});
+  WireEntry full;
+  full.name = "grad.w";
+  full.meta.kind = OpKind::allgather;
+  full.meta.dtype = DataType::bfloat16;
+  full.meta.prescale = 0.5;
+  full.meta.shapes = {{3, 4}, {}};
+  WireEntry cached;
+  cached.cached = true;
+  cached.cache_id = 42;
+  m.entries = {full, cached};
+  const auto bytes = encode(m);
+  Message d = decode(bytes.data(), bytes.size(), 3);
+  EXPECT_TRUE(d.shutdown);
+  EXPECT_FALSE(d.join);
+  ASSERT_EQ(d.stalled.size(), 1u);
+  EXPECT_EQ(d.stalled[0].seq, 7u);
+  ASSERT_EQ(d.entries.size(), 2u);
+  EXPECT_EQ(d.entries[0].name, "grad.w");
+  EXPECT_EQ(d.entries[0].meta, full.meta);
+  EXPECT_TRUE(d.entries[1].cached);
+  EXPECT_EQ(d.entries[1].cache_id, 42u);
+  for (std::size_t n = 0; n < bytes.size(); ++n) {
+    try {
+      decode(bytes.data(), n, 3);
+      ADD_FAILURE() << "truncated at " << n << " accepted";
+    } catch (const CollectiveError& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::mismatch);
+      EXPECT_EQ(e.culprit_rank(), 3);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace riseml::engine
