@@ -304,8 +304,12 @@ int main(int argc, char** argv) {
   // MALLOC_TRIM_THRESHOLD_=<huge>; it changes nothing for our implementation.
   mallopt(M_MMAP_MAX, 0);
   mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
-  // Open MPI's mpirun marks its ranks so; riseml-launch and srun do not.
-  const bool under_mpirun = std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr;
+  // Open MPI's mpirun marks its ranks so; riseml-launch and srun do not. Under
+  // `srun --mpi=pmix`, Open MPI starts directly from Slurm's PMIx server, so --peers mpi works
+  // there too (across nodes, the comparison with Open MPI over TCP).
+  const bool under_srun_pmix = std::getenv("SLURM_STEP_ID") && std::getenv("PMIX_RANK");
+  const bool under_mpirun =
+      std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || (options.mpi && under_srun_pmix);
   int status = 0;
   try {
     std::unique_ptr<Rendezvous> rendezvous;
