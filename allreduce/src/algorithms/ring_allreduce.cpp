@@ -8,6 +8,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <string_view>
 
 #include "../kernels/reduce_kernels.hpp"
@@ -83,6 +84,69 @@ void run_ring(Context& c, const CallTag& tag, Group g, const ReduceArgs& a, std:
                   recv_step);
 }
 
+// Large allreduce as a pipeline of independent rings over chunks of kChunkBlockBytes per rank:
+// a block reduced in one chunk is forwarded a few hundred microseconds later, still in cache,
+// instead of being read back from memory after the whole reduce-scatter (with 2 ranks the
+// forward of an unchunked block starts only once all of it is reduced). Each element is still
+// reduced along one chain and then copied, so every rank gets the same bits on every call.
+constexpr std::size_t kChunkBlockBytes = 512 << 10;
+
+std::size_t chunk_block_bytes() {
+  static const std::size_t bytes = [] {
+    const char* v = std::getenv("RISEML_RING_CHUNK_KIB");
+    return v ? static_cast<std::size_t>(std::strtoull(v, nullptr, 10)) << 10 : kChunkBlockBytes;
+  }();
+  return bytes;
+}
+
+void run_ring_chunked(Context& c, const CallTag& tag, Group g, const ReduceArgs& a,
+                      std::size_t chunk_count) {
+  const int m = g.size();
+  const std::size_t esize = element_size(a.type);
+  const std::size_t per_chunk = static_cast<std::size_t>(2 * (m - 1));
+  const std::size_t chunks = (a.count + chunk_count - 1) / chunk_count;
+  const bool stream_last = a.count * esize / static_cast<std::size_t>(m) >= kStreamingBytes &&
+                           streaming_enabled();
+  auto plan_of = [&](std::size_t j) {
+    const std::size_t first = j * chunk_count;
+    return RingPlan{m, g.index, std::min(chunk_count, a.count - first), esize};
+  };
+  auto base_of = [&](std::size_t j) { return j * chunk_count * esize; };
+  std::byte* reduce_out = nullptr;
+  const std::byte* reduce_mine = nullptr;
+  auto reduce = [&](const std::byte* data, std::size_t off, std::size_t len) {
+    kernels::reduce(a.type, a.op, reduce_out + off, reduce_mine + off, data, len / esize);
+  };
+  auto stream_copy = [&](const std::byte* data, std::size_t off, std::size_t len) {
+    kernels::streaming_copy(reduce_out + off, data, len);
+  };
+  auto send_step = [&](std::size_t k) {
+    const std::size_t j = k / per_chunk, step = k % per_chunk;
+    const RingPlan plan = plan_of(j);
+    const int b = plan.block_of_send(step);
+    const std::size_t at = base_of(j) + plan.lo(b);
+    return StreamSend{(step == 0 ? a.in : a.out) + at, plan.bytes(b), step == 0};
+  };
+  auto recv_step = [&](std::size_t k) {
+    const std::size_t j = k / per_chunk, step = k % per_chunk;
+    const RingPlan plan = plan_of(j);
+    const int b = plan.block_of_recv(step);
+    const std::size_t at = base_of(j) + plan.lo(b);
+    if (step < static_cast<std::size_t>(m - 1)) {
+      reduce_out = a.out + at;
+      reduce_mine = a.in + at;
+      return StreamRecv{plan.bytes(b), nullptr, reduce};
+    }
+    if (step + 1 == per_chunk && stream_last) {
+      reduce_out = a.out + at;
+      return StreamRecv{plan.bytes(b), nullptr, stream_copy};
+    }
+    return StreamRecv{plan.bytes(b), a.out + at, {}};
+  };
+  exchange_stream(c, tag, g.at(g.index + 1), g.at(g.index - 1), chunks * per_chunk, send_step,
+                  recv_step);
+}
+
 }  // namespace
 
 void ring_reduce_scatter_phase(Context& c, const CallTag& tag, Group g, const ReduceArgs& a) {
@@ -103,6 +167,15 @@ void ring_allgather_phase(Context& c, const CallTag& tag, Group g, std::byte* ou
 void ring_allreduce(Context& c, const CallTag& tag, Group g, const ReduceArgs& a) {
   if (g.size() == 1) {
     if (a.out != a.in && a.count) std::memcpy(a.out, a.in, a.count * element_size(a.type));
+    return;
+  }
+  const std::size_t esize = element_size(a.type);
+  const std::size_t chunk_bytes = chunk_block_bytes() * static_cast<std::size_t>(g.size());
+  // Shared memory only: over TCP a chunk is one more round trip (and the kernel's socket
+  // buffers already decouple the two halves).
+  if (g.size() == 2 && chunk_bytes >= esize && a.count * esize >= 2 * chunk_bytes &&
+      std::string_view(c.link(g.at(g.index + 1)).kind()) == "shm") {
+    run_ring_chunked(c, tag, g, a, chunk_bytes / esize);
     return;
   }
   run_ring(c, tag, g, a, 0, 2 * static_cast<std::size_t>(g.size() - 1));

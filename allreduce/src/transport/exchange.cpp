@@ -38,8 +38,10 @@ void exchange_stream(Context& context, const CallTag& tag, int right, int left,
   Link& sender = context.link(right);
   Link& receiver = context.link(left);
   std::size_t send_index = 0, recv_index = 0;
+  bool send_independent = true;
   auto begin_send = [&] {
     const StreamSend s = send_step(send_index);
+    send_independent = send_index == 0 || s.independent;
     sender.begin_send(tag, s.data, s.bytes);
   };
   auto begin_recv = [&] {
@@ -52,9 +54,10 @@ void exchange_stream(Context& context, const CallTag& tag, int right, int left,
   while (send_index < n || recv_index < n) {
     bool moved = false;
     // Send k forwards what receive k - 1 produces: only as far as that got.
-    if (send_index < n && (send_index == 0 || recv_index + 1 >= send_index)) {
-      const std::size_t ready =
-          send_index > 0 && recv_index + 1 == send_index ? receiver.received_bytes() : kAll;
+    if (send_index < n && (send_independent || recv_index + 1 >= send_index)) {
+      const std::size_t ready = !send_independent && recv_index + 1 == send_index
+                                    ? receiver.received_bytes()
+                                    : kAll;
       if (sender.progress_send(moved, ready)) {
         moved = true;
         if (++send_index < n) begin_send();

@@ -31,6 +31,9 @@ void exchange(Context& context, const CallTag& tag, const SendSpec& send, const 
 struct StreamSend {
   const std::byte* data = nullptr;
   std::size_t bytes = 0;
+  // Carries data that is all there already (not what receive k - 1 writes): it is sent as
+  // soon as the previous send is done, without waiting for the previous receive.
+  bool independent = false;
 };
 struct StreamRecv {
   std::size_t bytes = 0;
@@ -39,8 +42,8 @@ struct StreamRecv {
 };
 
 // Runs `steps` steps as one pipeline, asking for each step's send and receive when it begins
-// (receives begin in order, so a sink may keep per-step state). Send k (k >= 1) must carry
-// exactly what receive k - 1 writes, in order: it starts as soon as the first segments of it
+// (receives begin in order, so a sink may keep per-step state). Send k (k >= 1), unless marked
+// independent, must carry exactly what receive k - 1 writes, in order: it starts as soon as the first segments of it
 // are there, so a ring forwards each segment while it is still in cache instead of waiting
 // for whole blocks.
 void exchange_stream(Context& context, const CallTag& tag, int right, int left,
