@@ -1,0 +1,204 @@
+// riseml-gpu-bench: the CUDA kernels' effective memory bandwidth (bytes read + written per
+// second) as a share of the device's peak, and NCCL allreduce with one rank per visible device
+// (threads) in the nccl-tests table form (busbw = algbw * 2(n-1)/n, 0 with one rank).
+//   riseml-gpu-bench [--quick]
+#include <riseml/cuda/kernels.hpp>
+#include <riseml/cuda/nccl_communicator.hpp>
+#include <riseml/cuda/status.hpp>
+#include <riseml/in_memory_rendezvous.hpp>
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using riseml::DataType;
+namespace rc = riseml::cuda;
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    std::fprintf(stderr, "riseml-gpu-bench: %s: %s\n", what, cudaGetErrorString(e));
+    std::exit(1);
+  }
+}
+
+// Mean milliseconds per run of `body` over `iterations`, after one warm-up.
+double time_ms(cudaStream_t stream, int iterations, const std::function<void()>& body) {
+  cudaEvent_t start, stop;
+  check(cudaEventCreate(&start), "cudaEventCreate");
+  check(cudaEventCreate(&stop), "cudaEventCreate");
+  body();
+  check(cudaEventRecord(start, stream), "cudaEventRecord");
+  for (int i = 0; i < iterations; ++i) body();
+  check(cudaEventRecord(stop, stream), "cudaEventRecord");
+  check(cudaEventSynchronize(stop), "cudaEventSynchronize");
+  float ms = 0;
+  check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  return ms / iterations;
+}
+
+double peak_gbs(int device) {
+  int clock_khz = 0, bus_bits = 0;
+  if (cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, device) != cudaSuccess ||
+      clock_khz <= 0 || bus_bits <= 0) {
+    cudaGetLastError();
+    return 0;
+  }
+  return 2.0 * clock_khz * 1e3 * (bus_bits / 8.0) / 1e9;  // double data rate
+}
+
+void kernel_row(const char* name, double bytes_moved, double ms, double peak) {
+  const double gbs = bytes_moved / (ms * 1e-3) / 1e9;
+  if (peak > 0)
+    std::printf("%-28s %12.0f %10.3f %10.1f %9.1f%%\n", name, bytes_moved, ms, gbs,
+                100.0 * gbs / peak);
+  else
+    std::printf("%-28s %12.0f %10.3f %10.1f  peak unknown\n", name, bytes_moved, ms, gbs);
+}
+
+void kernels(bool quick) {
+  int device = 0;
+  check(cudaGetDevice(&device), "cudaGetDevice");
+  cudaDeviceProp prop{};
+  check(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
+  const double peak = peak_gbs(device);
+  std::printf("# device %d: %s, sm_%d%d, %.1f GiB\n", device, prop.name, prop.major, prop.minor,
+              prop.totalGlobalMem / 1073741824.0);
+  if (peak > 0)
+    std::printf("# peak memory bandwidth %.1f GB/s (memory clock x bus width)\n", peak);
+  else
+    std::printf("# peak memory bandwidth: peak unknown (attributes not reported)\n");
+
+  const std::size_t n = quick ? (std::size_t{1} << 24) : (std::size_t{1} << 28);  // floats
+  const int iters = quick ? 5 : 20;
+  float* f = nullptr;
+  void* h = nullptr;
+  void* fusion = nullptr;
+  check(cudaMalloc(&f, n * 4), "cudaMalloc");
+  check(cudaMalloc(&h, n * 2), "cudaMalloc");
+  check(cudaMalloc(&fusion, n * 4), "cudaMalloc");
+  check(cudaMemset(f, 0, n * 4), "cudaMemset");
+  check(cudaMemset(h, 0, n * 2), "cudaMemset");
+  cudaStream_t s;
+  check(cudaStreamCreate(&s), "cudaStreamCreate");
+
+  std::printf("%-28s %12s %10s %10s %10s\n", "kernel", "bytes", "time_ms", "GB/s", "of_peak");
+  kernel_row("scale float32", 8.0 * n,
+             time_ms(s, iters, [&] { rc::scale(DataType::float32, f, n, 0.5, s); }), peak);
+  kernel_row("divide float32", 8.0 * n,
+             time_ms(s, iters, [&] { rc::divide(DataType::float32, f, n, 3, s); }), peak);
+  kernel_row("scale float16", 4.0 * n,
+             time_ms(s, iters, [&] { rc::scale(DataType::float16, h, n, 0.5, s); }), peak);
+  kernel_row("scale bfloat16", 4.0 * n,
+             time_ms(s, iters, [&] { rc::scale(DataType::bfloat16, h, n, 0.5, s); }), peak);
+  kernel_row("float32->float16", 6.0 * n, time_ms(s, iters, [&] {
+               rc::narrow_from_float(DataType::float16, f, h, n, s);
+             }), peak);
+  kernel_row("float16->float32", 6.0 * n, time_ms(s, iters, [&] {
+               rc::widen_to_float(DataType::float16, h, f, n, s);
+             }), peak);
+  kernel_row("float32->bfloat16", 6.0 * n, time_ms(s, iters, [&] {
+               rc::narrow_from_float(DataType::bfloat16, f, h, n, s);
+             }), peak);
+  // Packing: many small tensors (64 KiB and 4 KiB + 3 bytes, unaligned) into a fusion buffer.
+  for (std::size_t tensor_bytes : {std::size_t{65536}, std::size_t{4099}}) {
+    const std::size_t count = std::min<std::size_t>(1024, n * 4 / 2 / tensor_bytes);
+    std::vector<const void*> srcs(count);
+    std::vector<std::size_t> sizes(count, tensor_bytes);
+    auto* base = reinterpret_cast<unsigned char*>(f);
+    for (std::size_t i = 0; i < count; ++i) srcs[i] = base + i * tensor_bytes;
+    const std::string name = "pack " + std::to_string(count) + " x " +
+                             std::to_string(tensor_bytes) + " B";
+    kernel_row(name.c_str(), 2.0 * count * tensor_bytes, time_ms(s, iters, [&] {
+                 rc::pack(fusion, srcs.data(), sizes.data(), count, s);
+               }), peak);
+  }
+  check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+  cudaStreamDestroy(s);
+  cudaFree(f);
+  cudaFree(h);
+  cudaFree(fusion);
+}
+
+void nccl(bool quick) {
+  int devices = 0;
+  check(cudaGetDeviceCount(&devices), "cudaGetDeviceCount");
+  const int ranks = devices;
+  std::printf("\n# NCCL allreduce float32 sum, %d rank(s) (one per device, threads)%s\n", ranks,
+              ranks == 1 ? "; busbw is 0 with one rank (nothing crosses a link)" : "");
+  std::printf("%12s %12s %10s %10s %10s\n", "size_B", "count", "time_us", "algbw_GB/s",
+              "busbw_GB/s");
+  auto hub = std::make_shared<riseml::InMemoryRendezvousHub>(ranks);
+  std::vector<std::size_t> sizes = {1 << 10, 1 << 16, 1 << 20, 1 << 24, 1 << 28};
+  if (quick) sizes.resize(4);
+  std::vector<std::vector<double>> us(ranks, std::vector<double>(sizes.size()));
+  std::vector<std::string> errors(ranks);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        check(cudaSetDevice(r), "cudaSetDevice");
+        riseml::InMemoryRendezvous rendezvous(hub, r);
+        rc::NcclOptions options;
+        options.device = r;
+        rc::NcclCommunicator comm(rendezvous, options);
+        void* buf = nullptr;
+        check(cudaMalloc(&buf, sizes.back()), "cudaMalloc");
+        check(cudaMemset(buf, 0, sizes.back()), "cudaMemset");
+        cudaStream_t s;
+        check(cudaStreamCreate(&s), "cudaStreamCreate");
+        for (std::size_t i = 0; i < sizes.size(); ++i) {
+          const std::size_t count = sizes[i] / 4;
+          const int iters = sizes[i] >= (1 << 24) ? 10 : 50;
+          us[r][i] = 1e3 * time_ms(s, iters, [&] {
+            comm.allreduce(buf, buf, count, DataType::float32, riseml::ReduceOp::sum, s);
+          });
+        }
+        comm.synchronize();
+        cudaStreamDestroy(s);
+        cudaFree(buf);
+      } catch (const std::exception& e) {
+        errors[r] = e.what();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < ranks; ++r)
+    if (!errors[r].empty()) {
+      std::printf("rank %d: %s\n", r, errors[r].c_str());
+      std::exit(1);
+    }
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    double t = 0;
+    for (int r = 0; r < ranks; ++r) t = std::max(t, us[r][i]);
+    const double algbw = sizes[i] / (t * 1e-6) / 1e9;
+    const double busbw = algbw * 2.0 * (ranks - 1) / ranks;
+    std::printf("%12zu %12zu %10.1f %10.2f %10.2f\n", sizes[i], sizes[i] / 4, t, algbw, busbw);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  std::printf("# riseml-gpu-bench: %s\n", rc::status().c_str());
+  if (!rc::available()) {
+    std::printf("riseml-gpu-bench: no usable CUDA device, nothing to measure\n");
+    return 2;
+  }
+  kernels(quick);
+  nccl(quick);
+  return 0;
+}

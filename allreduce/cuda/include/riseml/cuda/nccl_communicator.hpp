@@ -1,0 +1,71 @@
+// An NCCL communicator over the ranks of a rendezvous: rank 0 makes the ncclUniqueId and shares
+// it with put/fence/get. One CUDA device per rank (NCCL refuses two ranks on one device).
+//
+// Every collective is enqueued on the communicator's own stream, ordered after the work already
+// on the caller's stream (an event), and the caller's stream is ordered after the collective (a
+// second event): the call returns once enqueued; synchronize() waits on the host.
+// The communicator is non-blocking (ncclConfig_t::blocking = 0): setup and synchronize() poll
+// ncclCommGetAsyncError and give up after the timeout with ncclCommAbort, so a dead peer gives
+// a CollectiveError (timeout or peer_failed) instead of a hang. After an error every call
+// throws ErrorKind::aborted.
+// Only in a build with CUDA (RISEML_HAVE_CUDA); see status.hpp otherwise.
+#pragma once
+
+#include <riseml/collective_error.hpp>
+#include <riseml/datatype.hpp>
+#include <riseml/rendezvous.hpp>
+
+#include <cuda_runtime.h>
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+
+namespace riseml::cuda {
+
+struct NcclOptions {
+  // Setup and synchronize() wait at most this long for the peers.
+  std::chrono::milliseconds timeout = std::chrono::seconds(60);
+  // The CUDA device of this rank; -1: the calling thread's current device.
+  int device = -1;
+  // The rendezvous key of the unique id starts with this; distinct per concurrent setup.
+  std::string rendezvous_prefix = "riseml.nccl";
+};
+
+// "NCCL_DEBUG=INFO NCCL_IB_HCA==mlx5_0:1" or "no NCCL_* variables set": for error messages.
+std::string nccl_environment();
+
+class NcclCommunicator {
+ public:
+  // Collective over the rendezvous' ranks. Throws CollectiveError (setup / timeout) naming the
+  // rank, host, device and the NCCL_* variables in effect.
+  NcclCommunicator(Rendezvous& rendezvous, const NcclOptions& options = {});
+  ~NcclCommunicator();
+  NcclCommunicator(const NcclCommunicator&) = delete;
+  NcclCommunicator& operator=(const NcclCommunicator&) = delete;
+
+  int rank() const;
+  int size() const;
+  int device() const;
+  cudaStream_t stream() const;
+
+  // Device buffers. in == out allowed for allreduce and broadcast. Average is NCCL's ncclAvg
+  // (integers: not supported, use sum and divide).
+  void allreduce(const void* in, void* out, std::size_t count, DataType type, ReduceOp op,
+                 cudaStream_t caller);
+  void broadcast(void* buffer, std::size_t count, DataType type, int root, cudaStream_t caller);
+  // out = in of rank 0, in of rank 1, ...; count elements each.
+  void allgather(const void* in, void* out, std::size_t count, DataType type,
+                 cudaStream_t caller);
+
+  // Waits until everything enqueued so far has completed, at most the timeout; on a timeout or
+  // an NCCL error aborts the communicator and throws.
+  void synchronize();
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace riseml::cuda

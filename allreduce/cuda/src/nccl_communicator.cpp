@@ -1,0 +1,288 @@
+#include <riseml/cuda/nccl_communicator.hpp>
+
+#include <nccl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+extern char** environ;
+
+namespace riseml::cuda {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string host_name() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown host";
+  return buf;
+}
+
+ncclDataType_t to_nccl(DataType t) {
+  switch (t) {
+    case DataType::float32: return ncclFloat32;
+    case DataType::float64: return ncclFloat64;
+    case DataType::float16: return ncclFloat16;
+    case DataType::bfloat16: return ncclBfloat16;
+    case DataType::int32: return ncclInt32;
+    case DataType::int64: return ncclInt64;
+    case DataType::uint8: return ncclUint8;
+  }
+  throw CollectiveError(ErrorKind::invalid_argument, "riseml nccl: unknown data type");
+}
+
+bool is_float(DataType t) {
+  return t == DataType::float32 || t == DataType::float64 || is_half_precision(t);
+}
+
+ncclRedOp_t to_nccl(ReduceOp op, DataType t) {
+  switch (op) {
+    case ReduceOp::sum: return ncclSum;
+    case ReduceOp::product: return ncclProd;
+    case ReduceOp::min: return ncclMin;
+    case ReduceOp::max: return ncclMax;
+    case ReduceOp::average:
+      if (!is_float(t))
+        throw CollectiveError(ErrorKind::invalid_argument,
+                              "riseml nccl: average of " + std::string(to_string(t)) +
+                                  " is not supported (use sum, then divide)");
+      return ncclAvg;
+  }
+  throw CollectiveError(ErrorKind::invalid_argument, "riseml nccl: unknown reduce op");
+}
+
+}  // namespace
+
+std::string nccl_environment() {
+  std::vector<std::string> vars;
+  for (char** e = environ; e && *e; ++e)
+    if (std::strncmp(*e, "NCCL_", 5) == 0) vars.emplace_back(*e);
+  if (vars.empty()) return "no NCCL_* variables set";
+  std::sort(vars.begin(), vars.end());
+  std::string out;
+  for (const auto& v : vars) out += (out.empty() ? "" : " ") + v;
+  return out;
+}
+
+struct NcclCommunicator::State {
+  int rank = 0;
+  int size = 0;
+  int device = 0;
+  std::chrono::milliseconds timeout{};
+  std::string host;
+  ncclComm_t comm = nullptr;
+  cudaStream_t stream = nullptr;
+  cudaEvent_t before = nullptr;  // recorded on the caller's stream
+  cudaEvent_t after = nullptr;   // recorded on ours
+  bool failed = false;
+
+  std::string where() const {
+    return "rank " + std::to_string(rank) + " of " + std::to_string(size) + " (host " + host +
+           ", CUDA device " + std::to_string(device) + ")";
+  }
+
+  [[noreturn]] void fail(ErrorKind kind, const std::string& what) {
+    failed = true;
+    if (comm) {
+      ncclCommAbort(comm);
+      comm = nullptr;
+    }
+    throw CollectiveError(kind, "riseml nccl: " + what + " on " + where() + "; " +
+                                    nccl_environment());
+  }
+
+  void check_cuda(cudaError_t e, const char* what) {
+    if (e != cudaSuccess) fail(ErrorKind::system, std::string(what) + ": " + cudaGetErrorString(e));
+  }
+
+  std::string nccl_error(ncclResult_t r) const {
+    std::string s = ncclGetErrorString(r);
+    const char* last = comm ? ncclGetLastError(comm) : ncclGetLastError(nullptr);
+    if (last && *last) s += std::string(" (") + last + ")";
+    return s;
+  }
+
+  // Polls the communicator's asynchronous state until it is not ncclInProgress, at most until
+  // `deadline`; on an error or a timeout aborts and throws.
+  void wait_ready(const char* what, Clock::time_point deadline) {
+    for (;;) {
+      ncclResult_t state = ncclSuccess;
+      const ncclResult_t r = ncclCommGetAsyncError(comm, &state);
+      if (r != ncclSuccess) fail(ErrorKind::peer_failed, std::string(what) + ": " + nccl_error(r));
+      if (state == ncclSuccess) return;
+      if (state != ncclInProgress)
+        fail(ErrorKind::peer_failed, std::string(what) + ": " + nccl_error(state));
+      if (Clock::now() >= deadline)
+        fail(ErrorKind::timeout, std::string(what) + ": no progress within " +
+                                     std::to_string(timeout.count()) + " ms (a peer dead?)");
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  }
+
+  // Runs an enqueue call; a non-blocking communicator may answer ncclInProgress.
+  void enqueue(ncclResult_t r, const char* what) {
+    if (r == ncclInProgress) {
+      wait_ready(what, Clock::now() + timeout);
+    } else if (r != ncclSuccess) {
+      fail(r == ncclInvalidArgument || r == ncclInvalidUsage ? ErrorKind::invalid_argument
+                                                             : ErrorKind::peer_failed,
+           std::string(what) + ": " + nccl_error(r));
+    }
+  }
+
+  void begin(cudaStream_t caller) {
+    if (failed)
+      throw CollectiveError(ErrorKind::aborted,
+                            "riseml nccl: the communicator failed earlier on " + where());
+    check_cuda(cudaSetDevice(device), "cudaSetDevice");
+    check_cuda(cudaEventRecord(before, caller), "cudaEventRecord");
+    check_cuda(cudaStreamWaitEvent(stream, before, 0), "cudaStreamWaitEvent");
+  }
+
+  void end(cudaStream_t caller) {
+    check_cuda(cudaEventRecord(after, stream), "cudaEventRecord");
+    check_cuda(cudaStreamWaitEvent(caller, after, 0), "cudaStreamWaitEvent");
+  }
+};
+
+NcclCommunicator::NcclCommunicator(Rendezvous& rendezvous, const NcclOptions& options)
+    : state_(std::make_unique<State>()) {
+  State& s = *state_;
+  s.rank = rendezvous.rank();
+  s.size = rendezvous.size();
+  s.timeout = options.timeout;
+  s.host = host_name();
+  if (options.device >= 0) {
+    s.device = options.device;
+  } else if (cudaGetDevice(&s.device) != cudaSuccess) {
+    s.device = -1;
+  }
+  const auto deadline = Clock::now() + options.timeout;
+  s.check_cuda(cudaSetDevice(s.device), "cudaSetDevice");
+
+  // The unique id: made by rank 0, shared through the rendezvous.
+  const std::string key = options.rendezvous_prefix + ".nccl_unique_id";
+  ncclUniqueId id{};
+  if (s.rank == 0) {
+    const ncclResult_t r = ncclGetUniqueId(&id);
+    if (r != ncclSuccess) s.fail(ErrorKind::setup, "ncclGetUniqueId: " + s.nccl_error(r));
+  }
+  try {
+    if (s.rank == 0) {
+      std::vector<std::byte> bytes(sizeof id);
+      std::memcpy(bytes.data(), &id, sizeof id);
+      rendezvous.put(key, bytes);
+    }
+    rendezvous.fence(options.timeout);
+    const std::vector<std::byte> bytes = rendezvous.get(0, key, options.timeout);
+    if (bytes.size() != sizeof id)
+      s.fail(ErrorKind::setup, "the NCCL unique id from rank 0 has " +
+                                   std::to_string(bytes.size()) + " bytes, not " +
+                                   std::to_string(sizeof id));
+    std::memcpy(&id, bytes.data(), sizeof id);
+  } catch (const RendezvousError& e) {
+    s.fail(ErrorKind::setup, std::string("sharing the NCCL unique id: ") + e.what());
+  }
+
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  const ncclResult_t r = ncclCommInitRankConfig(&s.comm, s.size, id, s.rank, &config);
+  if (r != ncclSuccess && r != ncclInProgress)
+    s.fail(ErrorKind::setup, "ncclCommInitRankConfig: " + s.nccl_error(r));
+  s.wait_ready("ncclCommInitRankConfig", deadline);
+
+  s.check_cuda(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking), "cudaStreamCreate");
+  s.check_cuda(cudaEventCreateWithFlags(&s.before, cudaEventDisableTiming), "cudaEventCreate");
+  s.check_cuda(cudaEventCreateWithFlags(&s.after, cudaEventDisableTiming), "cudaEventCreate");
+}
+
+NcclCommunicator::~NcclCommunicator() {
+  State& s = *state_;
+  cudaSetDevice(s.device);
+  if (s.comm && !s.failed) {
+    try {
+      synchronize();  // bounded by the timeout; aborts the communicator on failure
+    } catch (const CollectiveError&) {
+    }
+  }
+  if (s.comm) {
+    // Finalize flushes NCCL's own work; bounded too, else abort.
+    ncclResult_t state = ncclCommFinalize(s.comm);
+    const auto deadline = Clock::now() + s.timeout;
+    while (state == ncclInProgress && Clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+      if (ncclCommGetAsyncError(s.comm, &state) != ncclSuccess) break;
+    }
+    if (state == ncclSuccess)
+      ncclCommDestroy(s.comm);
+    else
+      ncclCommAbort(s.comm);
+  }
+  if (s.before) cudaEventDestroy(s.before);
+  if (s.after) cudaEventDestroy(s.after);
+  if (s.stream) cudaStreamDestroy(s.stream);
+}
+
+int NcclCommunicator::rank() const { return state_->rank; }
+int NcclCommunicator::size() const { return state_->size; }
+int NcclCommunicator::device() const { return state_->device; }
+cudaStream_t NcclCommunicator::stream() const { return state_->stream; }
+
+void NcclCommunicator::allreduce(const void* in, void* out, std::size_t count, DataType type,
+                                 ReduceOp op, cudaStream_t caller) {
+  State& s = *state_;
+  const ncclRedOp_t nccl_op = to_nccl(op, type);
+  s.begin(caller);
+  s.enqueue(ncclAllReduce(in, out, count, to_nccl(type), nccl_op, s.comm, s.stream),
+            "ncclAllReduce");
+  s.end(caller);
+}
+
+void NcclCommunicator::broadcast(void* buffer, std::size_t count, DataType type, int root,
+                                 cudaStream_t caller) {
+  State& s = *state_;
+  if (root < 0 || root >= s.size)
+    throw CollectiveError(ErrorKind::invalid_argument,
+                          "riseml nccl: broadcast root " + std::to_string(root) +
+                              " out of range on " + s.where());
+  s.begin(caller);
+  s.enqueue(ncclBroadcast(buffer, buffer, count, to_nccl(type), root, s.comm, s.stream),
+            "ncclBroadcast");
+  s.end(caller);
+}
+
+void NcclCommunicator::allgather(const void* in, void* out, std::size_t count, DataType type,
+                                 cudaStream_t caller) {
+  State& s = *state_;
+  s.begin(caller);
+  s.enqueue(ncclAllGather(in, out, count, to_nccl(type), s.comm, s.stream), "ncclAllGather");
+  s.end(caller);
+}
+
+void NcclCommunicator::synchronize() {
+  State& s = *state_;
+  if (s.failed)
+    throw CollectiveError(ErrorKind::aborted,
+                          "riseml nccl: the communicator failed earlier on " + s.where());
+  const auto deadline = Clock::now() + s.timeout;
+  for (;;) {
+    const cudaError_t e = cudaStreamQuery(s.stream);
+    if (e == cudaSuccess) break;
+    if (e != cudaErrorNotReady) s.fail(ErrorKind::system, std::string("cudaStreamQuery: ") +
+                                                              cudaGetErrorString(e));
+    ncclResult_t state = ncclSuccess;
+    const ncclResult_t r = ncclCommGetAsyncError(s.comm, &state);
+    if (r != ncclSuccess || (state != ncclSuccess && state != ncclInProgress))
+      s.fail(ErrorKind::peer_failed,
+             "NCCL collective failed: " + s.nccl_error(r != ncclSuccess ? r : state));
+    if (Clock::now() >= deadline)
+      s.fail(ErrorKind::timeout, "collective did not complete within " +
+                                     std::to_string(s.timeout.count()) + " ms (a peer dead?)");
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
+}  // namespace riseml::cuda
