@@ -67,7 +67,7 @@ namespace {
 
 std::optional<JobFile> parse_root(const YAML::Node& document, const std::string& file,
                                   const std::string& text, Diagnostics& diags) {
-  const YAML::Node* root = &document;
+  const YAML::Node* root = &document;  // read through a const node: operator[] adds no keys
   YamlReader r(file, diags, &text);
   if (!root->IsDefined() || root->IsNull()) {
     diags.error({file, 0, 0}, "",

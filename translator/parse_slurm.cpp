@@ -103,22 +103,19 @@ void parse_slurm_section(YamlReader& r, const YAML::Node& node, SlurmSection& sl
                {"partition", "account", "qos", "time", "constraint", "exclusive", "output",
                 "error", "signal", "requeue", "mail", "dependency", "modules", "environment",
                 "extra", "reservation"});
-  for (const char* key : {"partition", "account", "qos", "constraint", "dependency",
-                          "reservation"}) {
-    std::optional<std::string>* field = nullptr;
-    std::string k = key;
-    if (k == "partition") field = &slurm.partition;
-    if (k == "account") field = &slurm.account;
-    if (k == "qos") field = &slurm.qos;
-    if (k == "constraint") field = &slurm.constraint;
-    if (k == "dependency") field = &slurm.dependency;
-    if (k == "reservation") field = &slurm.reservation;
-    text(r, node, k, *field);
-    if (*field && field->value().find_first_of(" \t'\"\\$`") != std::string::npos) {
-      r.error(node[k], join_key(kSection, k),
-              "'" + field->value() + "' has spaces, quotes or '$'; Slurm " + k +
+  // Plain-word settings, each straight into its field.
+  const std::pair<const char*, std::optional<std::string> SlurmSection::*> words[] = {
+      {"partition", &SlurmSection::partition},   {"account", &SlurmSection::account},
+      {"qos", &SlurmSection::qos},               {"constraint", &SlurmSection::constraint},
+      {"dependency", &SlurmSection::dependency}, {"reservation", &SlurmSection::reservation}};
+  for (const auto& [key, member] : words) {
+    std::optional<std::string>& field = slurm.*member;
+    text(r, node, key, field);
+    if (field && field->find_first_of(" \t'\"\\$`") != std::string::npos) {
+      r.error(node[key], join_key(kSection, key),
+              "'" + *field + "' has spaces, quotes or '$'; Slurm " + key +
                   " values are plain words");
-      field->reset();
+      field.reset();
     }
   }
   if (auto t = node["time"]) {
