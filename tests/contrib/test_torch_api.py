@@ -202,5 +202,65 @@ def test_join_and_barrier():
         assert hvd.join() == hvd.size() - 1
 
 
+def test_cuda_tensors():
+    """CUDA tensors stay on the GPU (NCCL) when this build and process can use one; otherwise
+    they go through host memory with one warning naming the reason."""
+    built, usable, status = hvd.gpu_status()
+    assert isinstance(built, bool) and isinstance(usable, bool) and status
+    import riseml.torch as rt
+    if not (built and usable and torch.cuda.is_available()):
+        print("cuda tensors: the GPU path is not exercised here:", status,
+              "; torch.cuda.is_available() =", torch.cuda.is_available())
+        stand_in = type("T", (), {"device": torch.device("cuda", 0)})()
+        import warnings
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            rt._warned_host_copy = False
+            assert rt._on_gpu(stand_in) is False
+            assert rt._on_gpu(stand_in) is False  # warned once only
+        assert len(caught) == 1 and status in str(caught[0].message), caught
+        assert rt._on_gpu(torch.ones(1)) is False
+        return
+    if torch.cuda.device_count() < hvd.local_size() and \
+            os.environ.get("RISEML_GPU_ALGORITHM") != "hierarchical":
+        print("cuda tensors: skipped: %d ranks on this host share %d GPU(s) (NCCL needs one "
+              "each; RISEML_GPU_ALGORITHM=hierarchical with one rank per host works)"
+              % (hvd.local_size(), torch.cuda.device_count()))
+        return
+    n, r = hvd.size(), hvd.rank()
+    dev = torch.device("cuda", hvd.local_rank() % torch.cuda.device_count())
+    torch.cuda.set_device(dev)
+    t = torch.full((1000, 3), float(r + 1), device=dev)
+    out = hvd.allreduce(t, op=hvd.Sum)
+    assert out.device == dev and torch.equal(out, torch.full_like(t, n * (n + 1) / 2))
+    ptr = t.data_ptr()
+    hvd.allreduce_(t, op=hvd.Average)
+    assert t.data_ptr() == ptr and torch.allclose(t, torch.full_like(t, (n + 1) / 2))
+    a, b = torch.ones(7, device=dev), torch.ones(3, 3, device=dev, dtype=torch.float16)
+    hvd.grouped_allreduce_([a, torch.ones(5, device=dev)], op=hvd.Sum)
+    assert torch.equal(a, torch.full((7,), float(n), device=dev))
+    assert torch.equal(hvd.allreduce(b, op=hvd.Sum), torch.full_like(b, float(n)))
+    x = torch.ones(4, device=dev)
+    hvd.synchronize(hvd.allreduce_async_(x, op=hvd.Sum, prescale_factor=0.5,
+                                         postscale_factor=4.0))
+    assert torch.equal(x, torch.full((4,), 2.0 * n, device=dev))
+    g = hvd.allgather(torch.full((r + 1, 2), float(r), device=dev))
+    assert g.device == dev and g.shape == (n * (n + 1) // 2, 2) and g[-1, 0] == n - 1
+    c = torch.full((3,), float(r), device=dev)
+    hvd.broadcast_(c, n - 1)
+    assert torch.equal(c, torch.full((3,), float(n - 1), device=dev))
+    # DistributedOptimizer on a CUDA model: the same weights everywhere after a step.
+    torch.manual_seed(r)
+    model = torch.nn.Linear(4, 2).to(dev)
+    hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+    opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                   named_parameters=model.named_parameters())
+    model(torch.full((2, 4), float(r), device=dev)).sum().backward()
+    opt.step()
+    weights = hvd.allgather_object([p.detach().cpu() for p in model.parameters()])
+    assert all(torch.equal(w[0], weights[0][0]) for w in weights)
+    print("cuda tensors: checked on", dev, "with", n, "ranks")
+
+
 if __name__ == "__main__":
     check.run(globals(), hvd.init, hvd.rank)

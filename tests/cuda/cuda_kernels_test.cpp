@@ -184,6 +184,26 @@ TEST_P(CudaKernels, DivideMatchesCpuDivide) {
   }
 }
 
+// Integer average divides and truncates toward zero, as the CPU (negative sums included).
+TEST(CudaIntegerKernels, DivideTruncatesAsTheCpu) {
+  RISEML_SKIP_WITHOUT_GPU();
+  const std::size_t count = 100003;
+  std::mt19937_64 rng(5);
+  for (DataType t : {DataType::int32, DataType::int64, DataType::uint8}) {
+    for (int divisor : {1, 2, 3, 7, 48, 1000}) {
+      std::vector<unsigned char> expected(count * element_size(t));
+      for (auto& b : expected) b = static_cast<unsigned char>(rng());
+      DeviceBuffer d(expected.size());
+      d.upload(expected);
+      divide(t, d.get(), count, divisor, nullptr);
+      RISEML_CUDA_OK(cudaDeviceSynchronize());
+      kernels::divide(t, expected.data(), count, divisor);
+      const auto got = d.download<unsigned char>(expected.size());
+      EXPECT_EQ(first_bit_difference(got, expected), -1) << to_string(t) << " / " << divisor;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(FloatTypes, CudaKernels,
                          ::testing::Values(DataType::float32, DataType::float64,
                                            DataType::float16, DataType::bfloat16),

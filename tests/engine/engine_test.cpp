@@ -1,4 +1,5 @@
 // The engine with ranks as threads of this process (in-memory rendezvous, in-process transport).
+#include <riseml/cuda/status.hpp>
 #include <riseml/engine/engine.hpp>
 #include <riseml/in_memory_rendezvous.hpp>
 
@@ -6,6 +7,7 @@
 
 #include <array>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
@@ -347,6 +349,46 @@ TEST(Engine, BadRequestsAreRefusedAtOnce) {
   });
 }
 
+// Without GPU support, or without a usable CUDA device, a GPU tensor is refused at enqueue
+// with the reason; the engine goes on with host tensors. (With a device: tests/cuda.)
+TEST(Engine, GpuTensorWithoutGpuSupportOrDeviceSaysWhy) {
+  if (cuda::available()) GTEST_SKIP() << "a CUDA device is usable here: see tests/cuda";
+  run_engines(1, [](Engine& e, int) {
+    std::vector<float> x(4, 1.0f);
+    Request r;
+    r.name = "on-gpu";
+    r.tensors.push_back({x.data(), x.data(), {4}, 0});
+    try {
+      e.enqueue(r);
+      ADD_FAILURE() << "a GPU tensor was accepted";
+    } catch (const CollectiveError& err) {
+      const std::string what = err.what();
+      std::printf("refused as expected: %s\n", what.c_str());
+      if (cuda::built_with_cuda()) {  // built with CUDA, no device: CUDA's own words
+        EXPECT_EQ(err.kind(), ErrorKind::system) << what;
+        EXPECT_NE(what.find("CUDA device 0"), std::string::npos) << what;
+      } else {
+        EXPECT_EQ(err.kind(), ErrorKind::invalid_argument) << what;
+        EXPECT_NE(what.find("this build has no GPU support"), std::string::npos) << what;
+        EXPECT_NE(what.find("RISEML_CUDA=ON"), std::string::npos) << what;
+      }
+    }
+    // Tensors on two devices in one request are refused before CUDA is asked.
+    r.name = "mixed";
+    r.tensors.push_back({x.data(), x.data(), {4}, -1});
+    try {
+      e.enqueue(r);
+      ADD_FAILURE() << "tensors on two devices were accepted";
+    } catch (const CollectiveError& err) {
+      EXPECT_NE(std::string(err.what()).find("tensors on different devices"), std::string::npos)
+          << err.what();
+    }
+    auto h = e.allreduce("host", x.data(), x.data(), {4}, DataType::float32, ReduceOp::sum);
+    h.wait();
+    EXPECT_EQ(x[0], 1.0f);
+  });
+}
+
 TEST(Engine, ShutdownOnOneRankStopsEveryRank) {
   run_engines(2, [](Engine& e, int rank) {
     if (rank == 0) {
@@ -409,6 +451,7 @@ TEST(EngineWire, RoundTripAndTruncation) {
   full.meta.kind = OpKind::allgather;
   full.meta.dtype = DataType::bfloat16;
   full.meta.prescale = 0.5;
+  full.meta.on_device = true;
   full.meta.shapes = {{3, 4}, {}};
   WireEntry cached;
   cached.cached = true;

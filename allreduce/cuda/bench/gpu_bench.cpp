@@ -1,15 +1,18 @@
 // riseml-gpu-bench: the CUDA kernels' effective memory bandwidth (bytes read + written per
 // second) as a share of the device's peak, and NCCL allreduce with one rank per visible device
 // (threads) in the nccl-tests table form (busbw = algbw * 2(n-1)/n, 0 with one rank).
+// Then the engine's GPU path against raw NCCL (one rank).
 //   riseml-gpu-bench [--quick]
 #include <riseml/cuda/kernels.hpp>
 #include <riseml/cuda/nccl_communicator.hpp>
 #include <riseml/cuda/status.hpp>
+#include <riseml/engine/engine.hpp>
 #include <riseml/in_memory_rendezvous.hpp>
 
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -189,6 +192,66 @@ void nccl(bool quick) {
   }
 }
 
+// The engine's GPU path with one rank: a training step's worth of gradients (`tensors` tensors
+// of `bytes` each) through negotiation, fusion (pack, NCCL, unpack) and completion, against the
+// same bytes as one raw NCCL allreduce: the difference is the engine's cost per step.
+void engine(bool quick) {
+  struct Case {
+    int tensors;
+    std::size_t bytes;
+  };
+  std::vector<Case> cases = {{64, 16 << 10}, {160, 256 << 10}, {16, 16 << 20}};
+  if (quick) cases.resize(2);
+  std::printf("\n# engine (1 rank): one step = every tensor allreduced (float32 sum), fused in "
+              "a device buffer, vs one raw NCCL allreduce of the same bytes\n");
+  std::printf("%8s %12s %12s %12s %12s %10s\n", "tensors", "each_B", "total_B", "engine_us",
+              "nccl_us", "overhead");
+  auto hub = std::make_shared<riseml::InMemoryRendezvousHub>(1);
+  riseml::InMemoryRendezvous rendezvous(hub, 0);
+  riseml::CommunicatorOptions copts;
+  copts.transport = riseml::TransportChoice::inproc;
+  riseml::engine::EngineOptions eopts;
+  eopts.cycle_time = std::chrono::microseconds(100);
+  riseml::engine::Engine eng(rendezvous, copts, eopts);
+  rc::NcclCommunicator raw(rendezvous, rc::NcclOptions{});
+  cudaStream_t s;
+  check(cudaStreamCreate(&s), "cudaStreamCreate");
+  for (const Case& c : cases) {
+    const std::size_t total = c.bytes * static_cast<std::size_t>(c.tensors);
+    void* block = nullptr;
+    check(cudaMalloc(&block, total), "cudaMalloc");
+    check(cudaMemset(block, 0, total), "cudaMemset");
+    const int steps = quick ? 10 : 30;
+    auto step = [&](int k) {
+      std::vector<riseml::engine::Handle> handles;
+      for (int t = 0; t < c.tensors; ++t) {
+        riseml::engine::Request r;
+        r.name = "g" + std::to_string(t);
+        auto* p = static_cast<std::byte*>(block) + static_cast<std::size_t>(t) * c.bytes;
+        r.tensors.push_back({p, p, {static_cast<std::int64_t>(c.bytes / 4)}, 0});
+        r.stream = s;
+        handles.push_back(eng.enqueue(std::move(r)));
+      }
+      for (auto& h : handles) h.wait();
+      (void)k;
+    };
+    step(-1);  // warm-up: NCCL setup, fusion buffer, response cache
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int k = 0; k < steps; ++k) step(k);
+    const double engine_us =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() /
+        steps;
+    const double nccl_us = 1e3 * time_ms(s, steps, [&] {
+      raw.allreduce(block, block, total / 4, DataType::float32, riseml::ReduceOp::sum, s);
+    });
+    std::printf("%8d %12zu %12zu %12.1f %12.1f %9.2fx\n", c.tensors, c.bytes, total, engine_us,
+                nccl_us, engine_us / nccl_us);
+    cudaFree(block);
+  }
+  raw.synchronize();
+  cudaStreamDestroy(s);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -200,5 +263,11 @@ int main(int argc, char** argv) {
   }
   kernels(quick);
   nccl(quick);
+  try {
+    engine(quick);
+  } catch (const std::exception& e) {
+    std::printf("riseml-gpu-bench: engine: %s\n", e.what());
+    return 1;
+  }
   return 0;
 }

@@ -1,8 +1,10 @@
 // The kernels of kernels.hpp. The 16-bit conversions are the CPU reference
-// (allreduce/src/kernels/half_float.hpp) done on bits, not the CUDA intrinsics, so NaN payloads
-// and every rounding match the CPU bit for bit.
+// (allreduce/src/kernels/half_float.hpp, __host__ __device__ under nvcc) done on bits, not the
+// CUDA intrinsics, so NaN payloads and every rounding match the CPU bit for bit.
 #include <riseml/collective_error.hpp>
 #include <riseml/cuda/kernels.hpp>
+
+#include "kernels/half_float.hpp"
 
 #include <cstdint>
 #include <string>
@@ -12,58 +14,10 @@ namespace {
 
 constexpr int kThreads = 256;
 
-__device__ __forceinline__ float bfloat16_to_float(std::uint16_t h) {
-  return __uint_as_float(static_cast<std::uint32_t>(h) << 16);
-}
-
-__device__ __forceinline__ std::uint16_t float_to_bfloat16(float f) {
-  const std::uint32_t u = __float_as_uint(f);
-  const std::uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-  const std::uint32_t quiet_nan = (u >> 16) | 0x40u;
-  return static_cast<std::uint16_t>((u & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded);
-}
-
-__device__ __forceinline__ float float16_to_float(std::uint16_t h) {
-  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
-  const std::uint32_t exponent = (h >> 10) & 0x1fu;
-  std::uint32_t mantissa = h & 0x3ffu;
-  std::uint32_t bits;
-  if (exponent == 0x1f) {
-    bits = sign | 0x7f800000u | (mantissa << 13) | (mantissa ? 0x400000u : 0u);
-  } else if (exponent != 0) {
-    bits = sign | ((exponent + 112u) << 23) | (mantissa << 13);
-  } else if (mantissa == 0) {
-    bits = sign;
-  } else {
-    // Subnormal: normalise (the leading one of a 10-bit mantissa: 22 - clz of 32 bits).
-    const std::uint32_t shift = static_cast<std::uint32_t>(__clz(mantissa)) - 21u;
-    mantissa <<= shift;
-    bits = sign | ((113u - shift) << 23) | ((mantissa & 0x3ffu) << 13);
-  }
-  return __uint_as_float(bits);
-}
-
-__device__ __forceinline__ std::uint16_t float_to_float16(float f) {
-  const std::uint32_t u = __float_as_uint(f);
-  const std::uint32_t sign = (u >> 16) & 0x8000u;
-  const std::uint32_t abs = u & 0x7fffffffu;
-  if (abs > 0x7f800000u) return static_cast<std::uint16_t>(sign | 0x7e00u | ((abs >> 13) & 0x3ffu));
-  if (abs >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);
-  if (abs < 0x38800000u) {
-    if (abs < 0x33000000u) return static_cast<std::uint16_t>(sign);
-    const std::uint32_t exponent = abs >> 23;
-    const std::uint32_t significand = (abs & 0x7fffffu) | 0x800000u;
-    const std::uint32_t shift = 126u - exponent;
-    std::uint32_t half = significand >> shift;
-    const std::uint32_t rest = significand & ((1u << shift) - 1u);
-    const std::uint32_t halfway = 1u << (shift - 1u);
-    if (rest > halfway || (rest == halfway && (half & 1u))) ++half;
-    return static_cast<std::uint16_t>(sign | half);
-  }
-  std::uint32_t bits = abs - 0x38000000u;
-  bits += 0xfffu + ((bits >> 13) & 1u);
-  return static_cast<std::uint16_t>(sign | (bits >> 13));
-}
+using riseml::kernels::bfloat16_to_float;
+using riseml::kernels::float16_to_float;
+using riseml::kernels::float_to_bfloat16;
+using riseml::kernels::float_to_float16;
 
 struct ToF16 {
   __device__ float load(std::uint16_t h) const { return float16_to_float(h); }
@@ -85,6 +39,14 @@ __global__ void scale_kernel(T* p, std::size_t n, T factor) {
   for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n;
        i += std::size_t{gridDim.x} * blockDim.x)
     p[i] = Divide ? div(p[i], factor) : mul(p[i], factor);
+}
+
+// Integer average: truncating division, as kernels::divide on the CPU.
+template <typename T>
+__global__ void divide_int_kernel(T* p, std::size_t n, T divisor) {
+  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n;
+       i += std::size_t{gridDim.x} * blockDim.x)
+    p[i] = static_cast<T>(p[i] / divisor);
 }
 
 template <typename Half, bool Divide>
@@ -213,7 +175,24 @@ void scale(DataType type, void* buffer, std::size_t count, double factor, cudaSt
 }
 
 void divide(DataType type, void* buffer, std::size_t count, int divisor, cudaStream_t stream) {
-  scale_any<true>("divide", type, buffer, count, static_cast<double>(divisor), stream);
+  if (count == 0) return;
+  const unsigned blocks = blocks_for(count);
+  switch (type) {
+    case DataType::int32:
+      divide_int_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<std::int32_t*>(buffer), count,
+                                                          static_cast<std::int32_t>(divisor));
+      break;
+    case DataType::int64:
+      divide_int_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<std::int64_t*>(buffer), count,
+                                                          static_cast<std::int64_t>(divisor));
+      break;
+    case DataType::uint8:
+      divide_int_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<std::uint8_t*>(buffer), count,
+                                                          static_cast<std::uint8_t>(divisor));
+      break;
+    default: scale_any<true>("divide", type, buffer, count, static_cast<double>(divisor), stream); return;
+  }
+  check_launch("divide");
 }
 
 void narrow_from_float(DataType half_type, const float* in, void* out, std::size_t count,

@@ -148,11 +148,58 @@ struct NcclCommunicator::State {
   }
 };
 
+NcclId make_nccl_id() {
+  ncclUniqueId id{};
+  const ncclResult_t r = ncclGetUniqueId(&id);
+  if (r != ncclSuccess)
+    throw CollectiveError(ErrorKind::setup, "riseml nccl: ncclGetUniqueId on host " + host_name() +
+                                                ": " + ncclGetErrorString(r) + "; " +
+                                                nccl_environment());
+  static_assert(sizeof id == sizeof(NcclId));
+  NcclId bytes;
+  std::memcpy(bytes.data(), &id, sizeof id);
+  return bytes;
+}
+
+namespace {
+
+NcclId share_id_over(Rendezvous& rendezvous, const NcclOptions& options) {
+  const std::string key = options.rendezvous_prefix + ".nccl_unique_id";
+  const std::string where = "rank " + std::to_string(rendezvous.rank()) + " (host " + host_name() +
+                            ")";
+  NcclId id{};
+  try {
+    if (rendezvous.rank() == 0) {
+      id = make_nccl_id();
+      rendezvous.put(key, std::vector<std::byte>(id.begin(), id.end()));
+    }
+    rendezvous.fence(options.timeout);
+    const std::vector<std::byte> bytes = rendezvous.get(0, key, options.timeout);
+    if (bytes.size() != id.size())
+      throw CollectiveError(ErrorKind::setup,
+                            "riseml nccl: the NCCL unique id from rank 0 has " +
+                                std::to_string(bytes.size()) + " bytes, not " +
+                                std::to_string(id.size()) + " on " + where);
+    std::memcpy(id.data(), bytes.data(), id.size());
+  } catch (const RendezvousError& e) {
+    throw CollectiveError(ErrorKind::setup, std::string("riseml nccl: sharing the NCCL unique id on ") +
+                                                where + ": " + e.what());
+  }
+  return id;
+}
+
+}  // namespace
+
 NcclCommunicator::NcclCommunicator(Rendezvous& rendezvous, const NcclOptions& options)
+    : NcclCommunicator(share_id_over(rendezvous, options), rendezvous.rank(), rendezvous.size(),
+                       options) {}
+
+NcclCommunicator::NcclCommunicator(const NcclId& id_bytes, int rank, int size,
+                                   const NcclOptions& options)
     : state_(std::make_unique<State>()) {
   State& s = *state_;
-  s.rank = rendezvous.rank();
-  s.size = rendezvous.size();
+  s.rank = rank;
+  s.size = size;
   s.timeout = options.timeout;
   s.host = host_name();
   if (options.device >= 0) {
@@ -163,30 +210,8 @@ NcclCommunicator::NcclCommunicator(Rendezvous& rendezvous, const NcclOptions& op
   const auto deadline = Clock::now() + options.timeout;
   s.check_cuda(cudaSetDevice(s.device), "cudaSetDevice");
 
-  // The unique id: made by rank 0, shared through the rendezvous.
-  const std::string key = options.rendezvous_prefix + ".nccl_unique_id";
   ncclUniqueId id{};
-  if (s.rank == 0) {
-    const ncclResult_t r = ncclGetUniqueId(&id);
-    if (r != ncclSuccess) s.fail(ErrorKind::setup, "ncclGetUniqueId: " + s.nccl_error(r));
-  }
-  try {
-    if (s.rank == 0) {
-      std::vector<std::byte> bytes(sizeof id);
-      std::memcpy(bytes.data(), &id, sizeof id);
-      rendezvous.put(key, bytes);
-    }
-    rendezvous.fence(options.timeout);
-    const std::vector<std::byte> bytes = rendezvous.get(0, key, options.timeout);
-    if (bytes.size() != sizeof id)
-      s.fail(ErrorKind::setup, "the NCCL unique id from rank 0 has " +
-                                   std::to_string(bytes.size()) + " bytes, not " +
-                                   std::to_string(sizeof id));
-    std::memcpy(&id, bytes.data(), sizeof id);
-  } catch (const RendezvousError& e) {
-    s.fail(ErrorKind::setup, std::string("sharing the NCCL unique id: ") + e.what());
-  }
-
+  std::memcpy(&id, id_bytes.data(), sizeof id);
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;
   const ncclResult_t r = ncclCommInitRankConfig(&s.comm, s.size, id, s.rank, &config);
@@ -259,6 +284,38 @@ void NcclCommunicator::allgather(const void* in, void* out, std::size_t count, D
   State& s = *state_;
   s.begin(caller);
   s.enqueue(ncclAllGather(in, out, count, to_nccl(type), s.comm, s.stream), "ncclAllGather");
+  s.end(caller);
+}
+
+void NcclCommunicator::reduce_scatter(const void* in, void* out, std::size_t count,
+                                      DataType type, ReduceOp op, cudaStream_t caller) {
+  State& s = *state_;
+  const ncclRedOp_t nccl_op = to_nccl(op, type);
+  s.begin(caller);
+  s.enqueue(ncclReduceScatter(in, out, count, to_nccl(type), nccl_op, s.comm, s.stream),
+            "ncclReduceScatter");
+  s.end(caller);
+}
+
+void NcclCommunicator::allgatherv(const void* in, void* out, std::span<const std::size_t> counts,
+                                  DataType type, cudaStream_t caller) {
+  State& s = *state_;
+  if (counts.size() != static_cast<std::size_t>(s.size))
+    throw CollectiveError(ErrorKind::invalid_argument,
+                          "riseml nccl: allgatherv needs one count per rank (" +
+                              std::to_string(counts.size()) + " given) on " + s.where());
+  const std::size_t esize = element_size(type);
+  s.begin(caller);
+  s.enqueue(ncclGroupStart(), "ncclGroupStart");
+  std::size_t offset = 0;
+  for (int r = 0; r < s.size; ++r) {
+    const std::size_t n = counts[static_cast<std::size_t>(r)];
+    auto* dst = static_cast<std::byte*>(out) + offset * esize;
+    const void* src = r == s.rank ? in : dst;
+    if (n) s.enqueue(ncclBroadcast(src, dst, n, to_nccl(type), r, s.comm, s.stream), "ncclBroadcast");
+    offset += n;
+  }
+  s.enqueue(ncclGroupEnd(), "ncclGroupEnd");
   s.end(caller);
 }
 

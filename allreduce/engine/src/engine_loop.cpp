@@ -121,6 +121,9 @@ void EngineLoop::validate(const Request& r) const {
   }
   if (r.name.empty()) bad("a name is required");
   for (const TensorArg& t : r.tensors) {
+    if (t.device != r.tensors.front().device)
+      bad("tensors on different devices (" + std::to_string(r.tensors.front().device) + " and " +
+          std::to_string(t.device) + "; -1 is host memory); move them to one device");
     for (std::int64_t d : t.shape)
       if (d < 0) bad("negative dimension in shape " + describe_shape(t.shape));
     if (element_count(t.shape) == 0) continue;
@@ -131,9 +134,25 @@ void EngineLoop::validate(const Request& r) const {
 
 Handle EngineLoop::enqueue(Request request) {
   validate(request);
+  // Device tensors: remember where the caller's stream is now (on the caller's thread).
+  ReadyMarker ready;
+  const int device = request.tensors.empty() ? -1 : request.tensors.front().device;
+  if (device >= 0) ready = mark_ready(device, request.stream);
   auto handle = std::make_shared<HandleState>();
   {
     std::lock_guard lock(mutex_);
+    if (device >= 0) {
+      // NCCL binds a communicator to one device: every GPU tensor of a process on that one.
+      if (gpu_device_ >= 0 && gpu_device_ != device)
+        throw CollectiveError(ErrorKind::invalid_argument,
+                              "riseml: " + std::string(kind_name(request.kind)) + " '" +
+                                  request.name + "' on rank " + std::to_string(rank_) +
+                                  ": a tensor on CUDA device " + std::to_string(device) +
+                                  ", but this process's earlier GPU tensors were on device " +
+                                  std::to_string(gpu_device_) +
+                                  "; use one GPU per process (torch.cuda.set_device(local_rank))");
+      gpu_device_ = device;
+    }
     if (stopped_) throw *stop_error_;
     if (shutdown_requested_)
       throw CollectiveError(ErrorKind::aborted, "riseml: the engine is shutting down");
@@ -153,7 +172,7 @@ Handle EngineLoop::enqueue(Request request) {
     if (request.kind == OpKind::barrier) request.name = "barrier." + std::to_string(barriers_++);
     std::string name = request.name;
     auto [it, inserted] =
-        in_flight_.try_emplace(name, Local{std::move(request), handle, Clock::now()});
+        in_flight_.try_emplace(name, Local{std::move(request), handle, Clock::now(), std::move(ready)});
     if (!inserted)
       throw CollectiveError(ErrorKind::invalid_argument,
                             "riseml: a tensor named '" + name + "' is already in flight on rank " +
@@ -181,6 +200,7 @@ void EngineLoop::run() {
   } catch (const std::exception& e) {
     stop_all(CollectiveError(ErrorKind::system, std::string("riseml: engine: ") + e.what()));
   }
+  device_.reset();  // NCCL teardown here, while the peers' engines end too
   timeline_.close();
 }
 
@@ -253,6 +273,9 @@ std::optional<CollectiveError> EngineLoop::check_agreement(const Global& g) cons
   if (auto e = aspect("operations", [](const TensorMeta& m) { return std::string(kind_name(m.kind)); }))
     return e;
   if (auto e = aspect("data types", [](const TensorMeta& m) { return std::string(to_string(m.dtype)); }))
+    return e;
+  if (auto e = aspect("memory (every rank must pass GPU tensors, or every rank host tensors)",
+                      [](const TensorMeta& m) { return std::string(m.on_device ? "GPU" : "host"); }))
     return e;
   if (ref.kind == OpKind::allreduce) {
     if (auto e = aspect("reduce operations",
@@ -492,7 +515,7 @@ void EngineLoop::execute_allreduces(const std::vector<Global*>& entries, Clock::
     auto it = std::find_if(kinds.begin(), kinds.end(), [&](const std::vector<Global*>& k) {
       const TensorMeta& o = reference(*k.front());
       return o.dtype == m.dtype && o.op == m.op && o.prescale == m.prescale &&
-             o.postscale == m.postscale;
+             o.postscale == m.postscale && o.on_device == m.on_device;
     });
     if (it == kinds.end())
       kinds.push_back({g});
@@ -525,6 +548,10 @@ void EngineLoop::execute_fused(const std::vector<Global*>& bucket, Clock::time_p
       ++tensors;
       total += element_count(s);
     }
+  }
+  if (m.on_device) {
+    execute_fused_device(bucket, ready_at);
+    return;
   }
   const auto start = Clock::now();
   for (Global* g : bucket) trace_negotiation(g->name, ready_at, start);
@@ -597,12 +624,33 @@ void EngineLoop::execute_fused(const std::vector<Global*>& bucket, Clock::time_p
   }
 }
 
+EngineLoop::GatherLayout EngineLoop::gather_layout(const Global& g) const {
+  // Rows from the ranks that submitted, none from joined ones.
+  GatherLayout layout;
+  layout.counts.assign(static_cast<std::size_t>(size_), 0);
+  for (int r = 0; r < size_; ++r) {
+    const auto& mr = g.metas[static_cast<std::size_t>(r)];
+    if (!mr) continue;
+    layout.counts[static_cast<std::size_t>(r)] = element_count(mr->shapes[0]);
+    layout.rows += mr->shapes[0][0];
+    layout.total += layout.counts[static_cast<std::size_t>(r)];
+  }
+  return layout;
+}
+
 void EngineLoop::execute_other(Global& g, Clock::time_point ready_at) {
   const TensorMeta& m = reference(g);
   const std::size_t esize = element_size(m.dtype);
   Local* l = local(g.name);
   const auto start = Clock::now();
   trace_negotiation(g.name, ready_at, start);
+  if (m.on_device) {
+    execute_other_device(g);
+    timeline_.event(g.name, collective_phase(m.kind), start, Clock::now(),
+                    meta_bytes(m));
+    finish(g, std::nullopt);
+    return;
+  }
   std::size_t bytes = 0;
   switch (m.kind) {
     case OpKind::broadcast: {
@@ -623,17 +671,10 @@ void EngineLoop::execute_other(Global& g, Clock::time_point ready_at) {
       break;
     }
     case OpKind::allgather: {
-      std::vector<std::size_t> counts(static_cast<std::size_t>(size_), 0);
-      std::int64_t rows = 0;
-      std::size_t total = 0;
-      for (int r = 0; r < size_; ++r) {
-        const auto& mr = g.metas[static_cast<std::size_t>(r)];
-        if (!mr) continue;
-        counts[static_cast<std::size_t>(r)] = element_count(mr->shapes[0]);
-        rows += mr->shapes[0][0];
-        total += counts[static_cast<std::size_t>(r)];
-      }
-      bytes = total * esize;
+      const GatherLayout layout = gather_layout(g);
+      const auto& counts = layout.counts;
+      const std::int64_t rows = layout.rows;
+      bytes = layout.total * esize;
       std::vector<std::byte> out(std::max(bytes, esize));
       const std::byte dummy[8] = {};
       const void* in = l && l->request.tensors[0].input ? l->request.tensors[0].input : dummy;
@@ -653,6 +694,71 @@ void EngineLoop::execute_other(Global& g, Clock::time_point ready_at) {
   }
   timeline_.event(g.name, collective_phase(m.kind), start, Clock::now(), bytes);
   finish(g, std::nullopt);
+}
+
+DevicePath& EngineLoop::device_path(const Local* l) {
+  if (!device_) device_ = DevicePath::create(*comm_, l ? l->request.tensors.front().device : -1);
+  return *device_;
+}
+
+void EngineLoop::execute_fused_device(const std::vector<Global*>& bucket,
+                                      Clock::time_point ready_at) {
+  const TensorMeta& m = reference(*bucket.front());
+  const auto start = Clock::now();
+  for (Global* g : bucket) trace_negotiation(g->name, ready_at, start);
+  // Entries this rank has not submitted (it joined) contribute zeros: input stays null.
+  std::vector<DeviceTensor> tensors;
+  const Local* first = nullptr;
+  std::size_t bytes = 0;
+  for (Global* g : bucket) {
+    const Local* l = local(g->name);
+    if (l && !first) first = l;
+    const auto& shapes = reference(*g).shapes;
+    for (std::size_t i = 0; i < shapes.size(); ++i) {
+      DeviceTensor t;
+      t.count = element_count(shapes[i]);
+      if (l) {
+        t.input = l->request.tensors[i].input;
+        t.output = l->request.tensors[i].output;
+        t.ready = &l->ready;
+      }
+      bytes += t.count * element_size(m.dtype);
+      tensors.push_back(t);
+    }
+  }
+  // One collective for the whole bucket on every rank, whatever this rank has of it.
+  device_path(first).allreduce(tensors, m.dtype, m.op, m.prescale, m.postscale);
+  const auto end = Clock::now();
+  for (Global* g : bucket) {
+    timeline_.event(g->name, "NCCL_ALLREDUCE", start, end, bytes);
+    finish(*g, std::nullopt);
+  }
+}
+
+void EngineLoop::execute_other_device(Global& g) {
+  const TensorMeta& m = reference(g);
+  Local* l = local(g.name);
+  DevicePath& path = device_path(l);
+  DeviceTensor t;
+  t.count = element_count(m.shapes[0]);
+  if (l) {
+    t.input = l->request.tensors[0].input;
+    t.output = l->request.tensors[0].output;
+    t.ready = &l->ready;
+  }
+  if (m.kind == OpKind::broadcast) {
+    path.broadcast(t, m.dtype, m.root);
+    return;
+  }
+  const GatherLayout layout = gather_layout(g);
+  auto out = path.allgatherv(t, layout.counts, m.dtype);
+  if (l) {
+    std::vector<std::int64_t> shape = m.shapes[0];
+    shape[0] = layout.rows;
+    l->handle->device_output = std::move(out);
+    l->handle->device_output_bytes = layout.total * element_size(m.dtype);
+    l->handle->output_shape = std::move(shape);
+  }
 }
 
 void EngineLoop::check_stalls(Clock::time_point now) {

@@ -1,6 +1,7 @@
 // The engine thread and the state it shares with the callers of Engine.
 #pragma once
 
+#include "device_path.hpp"
 #include "handle_state.hpp"
 #include "timeline.hpp"
 #include "wire.hpp"
@@ -44,6 +45,7 @@ class EngineLoop {
     Request request;
     std::shared_ptr<HandleState> handle;
     Clock::time_point enqueued;
+    ReadyMarker ready;  // device tensors: ready after this point of the caller's stream
   };
   // A name some rank submitted, with each rank's metadata once it did.
   struct Global {
@@ -66,7 +68,18 @@ class EngineLoop {
   const TensorMeta& reference(const Global& g) const;
   void execute_allreduces(const std::vector<Global*>& entries, Clock::time_point ready_at);
   void execute_fused(const std::vector<Global*>& bucket, Clock::time_point ready_at);
+  // An allgather's elements per rank, rows and elements in all.
+  struct GatherLayout {
+    std::vector<std::size_t> counts;
+    std::int64_t rows = 0;
+    std::size_t total = 0;
+  };
+  GatherLayout gather_layout(const Global& g) const;
   void execute_other(Global& g, Clock::time_point ready_at);
+  void execute_fused_device(const std::vector<Global*>& bucket, Clock::time_point ready_at);
+  void execute_other_device(Global& g);
+  // Built at the first device request every rank runs (collective, in the same cycle).
+  DevicePath& device_path(const Local* l);
   void finish(Global& g, const std::optional<CollectiveError>& error);
   void check_stalls(Clock::time_point now);
   void stop_all(const CollectiveError& error);
@@ -78,6 +91,7 @@ class EngineLoop {
   int size_;
   EngineOptions options_;
   std::unique_ptr<Communicator> comm_;
+  std::unique_ptr<DevicePath> device_;  // released by the engine thread when it ends
 
   // Shared with the callers, under mutex_.
   std::mutex mutex_;
@@ -88,6 +102,7 @@ class EngineLoop {
   bool shutdown_requested_ = false;
   std::shared_ptr<HandleState> join_handle_;
   bool stopped_ = false;
+  int gpu_device_ = -1;  // the CUDA device of this rank's GPU tensors (one per process)
   std::optional<CollectiveError> stop_error_;
 
   // The engine thread's own.

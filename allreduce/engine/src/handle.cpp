@@ -1,5 +1,8 @@
 // Handle: waiting on, and reading the results of, one engine operation.
+#include "device_path.hpp"
 #include "handle_state.hpp"
+
+#include <cstring>
 
 #include <riseml/engine/engine.hpp>
 
@@ -28,6 +31,21 @@ void Handle::wait() const {
 const std::vector<std::byte>& Handle::allgather_output() const {
   wait();
   return state_->allgather_output;
+}
+
+std::size_t Handle::allgather_output_bytes() const {
+  wait();
+  return state_->device_output ? state_->device_output_bytes : state_->allgather_output.size();
+}
+
+void Handle::copy_allgather_output(void* dst) const {
+  wait();
+  const HandleState& s = *state_;
+  if (s.device_output) {
+    copy_device_to_device(dst, s.device_output.get(), s.device_output_bytes);
+  } else if (!s.allgather_output.empty()) {
+    std::memcpy(dst, s.allgather_output.data(), s.allgather_output.size());
+  }
 }
 
 const std::vector<std::int64_t>& Handle::output_shape() const {

@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <vector>
@@ -18,6 +19,8 @@ struct HandleState {
   bool done = false;
   std::optional<CollectiveError> error;
   std::vector<std::byte> allgather_output;
+  std::shared_ptr<void> device_output;  // allgather of device tensors (freed with the state)
+  std::size_t device_output_bytes = 0;
   std::vector<std::int64_t> output_shape;
   int join_result = -1;
 

@@ -14,6 +14,7 @@ TensorMeta meta_of(const Request& r) {
   m.root = r.root;
   m.prescale = r.prescale;
   m.postscale = r.postscale;
+  m.on_device = !r.tensors.empty() && r.tensors.front().device >= 0;
   for (const TensorArg& t : r.tensors) m.shapes.push_back(t.shape);
   return m;
 }
@@ -103,6 +104,7 @@ std::vector<std::byte> encode(const Message& m) {
     w.pod(static_cast<std::uint8_t>(e.meta.kind));
     w.pod(static_cast<std::uint8_t>(e.meta.dtype));
     w.pod(static_cast<std::uint8_t>(e.meta.op));
+    w.pod<std::uint8_t>(e.meta.on_device ? 1 : 0);
     w.pod(e.meta.root);
     w.pod(e.meta.prescale);
     w.pod(e.meta.postscale);
@@ -140,6 +142,7 @@ Message decode(const std::byte* data, std::size_t size, int from_rank) {
       e.meta.kind = static_cast<OpKind>(r.pod<std::uint8_t>());
       e.meta.dtype = static_cast<DataType>(r.pod<std::uint8_t>());
       e.meta.op = static_cast<ReduceOp>(r.pod<std::uint8_t>());
+      e.meta.on_device = r.pod<std::uint8_t>() != 0;
       e.meta.root = r.pod<std::int32_t>();
       e.meta.prescale = r.pod<double>();
       e.meta.postscale = r.pod<double>();

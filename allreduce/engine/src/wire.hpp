@@ -22,6 +22,7 @@ struct TensorMeta {
   std::int32_t root = 0;
   double prescale = 1.0;
   double postscale = 1.0;
+  bool on_device = false;  // GPU memory (which device is each rank's own business)
   std::vector<std::vector<std::int64_t>> shapes;  // one per tensor
 
   bool operator==(const TensorMeta&) const = default;

@@ -13,6 +13,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace riseml {
 
@@ -50,6 +51,18 @@ struct CommunicatorOptions {
 
 class Context;
 
+// Where this rank sits among the hosts (ranks with equal host keys share a host). Ranks are
+// numbered in the job; local_ranks lists this host's, cross_ranks the ranks with the same local
+// index on every host (empty when the hosts run different numbers of ranks).
+struct HostLayout {
+  std::vector<int> local_ranks;
+  int local_index = 0;
+  std::vector<int> cross_ranks;
+  int cross_index = 0;
+  int hosts = 1;
+  bool uniform = true;  // every host runs the same number of ranks
+};
+
 class Communicator {
  public:
   // Collective: sets up the transports to every peer. Throws CollectiveError.
@@ -67,6 +80,13 @@ class Communicator {
   // Every rank ends with bit-identical results; a repeated call gives the same bits.
   void allreduce(const void* in, void* out, std::size_t count, DataType type, ReduceOp op,
                  Algorithm algorithm = Algorithm::automatic);
+
+  // The allreduce among cross_ranks only (each column of the host layout reduces on its own;
+  // every rank must call it). The cross-host step of a hierarchical allreduce whose in-host
+  // steps run elsewhere (NCCL). Needs uniform hosts, else CollectiveError(invalid_argument).
+  void cross_host_allreduce(const void* in, void* out, std::size_t count, DataType type,
+                            ReduceOp op);
+  HostLayout host_layout() const;
 
   // buffer of `root` is copied into every rank's buffer.
   void broadcast(void* buffer, std::size_t count, DataType type, int root);

@@ -61,15 +61,25 @@ Algorithm Communicator::algorithm_for(std::size_t bytes) const {
   return bytes < env::small_message_bytes() ? Algorithm::halving_doubling : Algorithm::ring;
 }
 
-void Communicator::allreduce(const void* in, void* out, std::size_t count, DataType type,
-                             ReduceOp op, Algorithm algorithm) {
-  Context& c = *context_;
+namespace {
+
+// The allreduce of every rank (cross_hosts = false) or of the ranks with this rank's local index
+// on every host (cross_hosts = true: the cross-host step of a hierarchical allreduce).
+void reduce_all(Context& c, const void* in, void* out, std::size_t count, DataType type,
+                ReduceOp op, Algorithm algorithm, bool cross_hosts) {
   run_collective(c, [&] {
     require(count == 0 || (in != nullptr && out != nullptr), "allreduce: null buffer");
+    if (cross_hosts)
+      require(c.uniform_hosts(),
+              "cross_host_allreduce: the hosts run different numbers of ranks (start the same "
+              "number of tasks on every node)");
     const bool wide = is_half_precision(type);
     const std::size_t work_esize = wide ? 4 : element_size(type);
     const std::size_t piece = wide ? std::min(count, kWidePieceElements) : count;
-    if (algorithm == Algorithm::automatic) algorithm = algorithm_for(piece * work_esize);
+    const Group group = cross_hosts ? c.column() : c.world();
+    if (cross_hosts)
+      algorithm = piece * work_esize < env::small_message_bytes() ? Algorithm::halving_doubling
+                                                                  : Algorithm::ring;
     CallTag tag;
     tag.sequence = c.next_sequence();
     tag.count = count;
@@ -81,11 +91,11 @@ void Communicator::allreduce(const void* in, void* out, std::size_t count, DataT
       const ReduceArgs args{src, dst, n, t, op};
       switch (algorithm) {
         case Algorithm::automatic:
-        case Algorithm::ring: ring_allreduce(c, tag, c.world(), args); break;
-        case Algorithm::halving_doubling: halving_doubling_allreduce(c, tag, c.world(), args); break;
+        case Algorithm::ring: ring_allreduce(c, tag, group, args); break;
+        case Algorithm::halving_doubling: halving_doubling_allreduce(c, tag, group, args); break;
         case Algorithm::hierarchical: hierarchical_allreduce(c, tag, args); break;
       }
-      if (op == ReduceOp::average) kernels::divide(t, dst, n, c.size());
+      if (op == ReduceOp::average) kernels::divide(t, dst, n, group.size());
     };
     auto* src = static_cast<const std::byte*>(in);
     auto* dst = static_cast<std::byte*>(out);
@@ -105,6 +115,35 @@ void Communicator::allreduce(const void* in, void* out, std::size_t count, DataT
       done += n;
     } while (done < count);
   });
+}
+
+}  // namespace
+
+void Communicator::allreduce(const void* in, void* out, std::size_t count, DataType type,
+                             ReduceOp op, Algorithm algorithm) {
+  if (algorithm == Algorithm::automatic) {
+    const std::size_t work_esize = is_half_precision(type) ? 4 : element_size(type);
+    algorithm = algorithm_for(std::min(count, is_half_precision(type) ? kWidePieceElements : count) *
+                              work_esize);
+  }
+  reduce_all(*context_, in, out, count, type, op, algorithm, false);
+}
+
+void Communicator::cross_host_allreduce(const void* in, void* out, std::size_t count,
+                                        DataType type, ReduceOp op) {
+  reduce_all(*context_, in, out, count, type, op, Algorithm::ring, true);
+}
+
+HostLayout Communicator::host_layout() const {
+  const Context& c = *context_;
+  HostLayout l;
+  l.local_ranks.assign(c.local().ranks.begin(), c.local().ranks.end());
+  l.local_index = c.local().index;
+  l.cross_ranks.assign(c.column().ranks.begin(), c.column().ranks.end());
+  l.cross_index = c.column().index;
+  l.hosts = c.hosts();
+  l.uniform = c.uniform_hosts();
+  return l;
 }
 
 void Communicator::broadcast(void* buffer, std::size_t count, DataType type, int root) {

@@ -3,6 +3,7 @@
 // C-contiguous buffer), reduced in place where the caller passes the same array as input and
 // output; the arrays are kept alive until synchronize(). Waiting releases the GIL. Engine errors
 // raise riseml.RisemlError (a RuntimeError) with the engine's message.
+#include <riseml/cuda/status.hpp>
 #include <riseml/engine/engine.hpp>
 #include <riseml/pmix/session.hpp>
 #include <riseml/pmix/session_rendezvous.hpp>
@@ -34,6 +35,7 @@ struct Pending {
   py::object keep_alive;  // the arrays the engine reads or writes
   bool allgather = false;
   py::dtype result_dtype;
+  bool on_device = false;  // GPU tensors: the caller (riseml.torch) keeps them alive
 };
 
 std::unique_ptr<Runtime> g_runtime;
@@ -157,6 +159,92 @@ std::int64_t allgather_async(py::array in, const std::string& name, const std::s
   return remember(std::move(h), in, true, in.dtype());
 }
 
+// GPU tensors come as raw device pointers (torch's data_ptr()), with the CUDA device and the
+// stream the framework wrote them on (torch.cuda.current_stream().cuda_stream).
+struct DeviceArgs {
+  int device = 0;
+  std::uintptr_t stream = 0;
+};
+
+DataType dtype_named(const std::string& name) {
+  auto t = parse_data_type(name);
+  if (!t) throw py::type_error("riseml: unsupported data type '" + name + "'");
+  return *t;
+}
+
+engine::TensorArg device_arg(std::uintptr_t in, std::uintptr_t out,
+                             const std::vector<std::int64_t>& shape, int device) {
+  return {reinterpret_cast<const void*>(in), reinterpret_cast<void*>(out), shape, device};
+}
+
+std::int64_t remember_device(engine::Handle h, bool allgather = false) {
+  const std::int64_t id = g_next_handle++;
+  Pending p{std::move(h), py::none(), allgather, py::dtype("uint8"), true};
+  g_pending.emplace(id, std::move(p));
+  return id;
+}
+
+std::int64_t device_allreduce_async(std::vector<std::uintptr_t> ins, std::vector<std::uintptr_t> outs,
+                                    std::vector<std::vector<std::int64_t>> shapes,
+                                    const std::string& dtype, int device, std::uintptr_t stream,
+                                    const std::string& name, int op, double prescale,
+                                    double postscale) {
+  if (ins.empty() || ins.size() != outs.size() || ins.size() != shapes.size())
+    throw py::value_error("riseml: device allreduce needs equally many (>0) inputs, outputs, shapes");
+  engine::Request r;
+  r.kind = engine::OpKind::allreduce;
+  r.name = name;
+  r.dtype = dtype_named(dtype);
+  r.op = op_of(op);
+  r.prescale = prescale;
+  r.postscale = postscale;
+  r.stream = reinterpret_cast<void*>(stream);
+  for (std::size_t i = 0; i < ins.size(); ++i)
+    r.tensors.push_back(device_arg(ins[i], outs[i], shapes[i], device));
+  return remember_device(runtime().engine->enqueue(std::move(r)));
+}
+
+std::int64_t device_broadcast_async(std::uintptr_t in, std::uintptr_t out,
+                                    std::vector<std::int64_t> shape, const std::string& dtype,
+                                    int device, std::uintptr_t stream, int root,
+                                    const std::string& name) {
+  engine::Request r;
+  r.kind = engine::OpKind::broadcast;
+  r.name = name;
+  r.dtype = dtype_named(dtype);
+  r.root = root;
+  r.stream = reinterpret_cast<void*>(stream);
+  r.tensors.push_back(device_arg(in, out, shape, device));
+  return remember_device(runtime().engine->enqueue(std::move(r)));
+}
+
+std::int64_t device_allgather_async(std::uintptr_t in, std::vector<std::int64_t> shape,
+                                    const std::string& dtype, int device, std::uintptr_t stream,
+                                    const std::string& name) {
+  if (shape.empty()) throw py::value_error("riseml: allgather needs at least one dimension");
+  engine::Request r;
+  r.kind = engine::OpKind::allgather;
+  r.name = name;
+  r.dtype = dtype_named(dtype);
+  r.stream = reinterpret_cast<void*>(stream);
+  r.tensors.push_back(device_arg(in, 0, shape, device));
+  return remember_device(runtime().engine->enqueue(std::move(r)), true);
+}
+
+// Device allgather results wait here between synchronize() (which gives the shape, so the
+// caller can allocate) and copy_device_result() (which fills the caller's tensor).
+std::map<std::int64_t, engine::Handle> g_device_results;
+
+void copy_device_result(std::int64_t id, std::uintptr_t dst) {
+  auto it = g_device_results.find(id);
+  if (it == g_device_results.end())
+    throw py::value_error("riseml: no device result for handle " + std::to_string(id));
+  engine::Handle h = it->second;
+  g_device_results.erase(it);
+  py::gil_scoped_release release;
+  h.copy_allgather_output(reinterpret_cast<void*>(dst));
+}
+
 Pending take(std::int64_t id) {
   auto it = g_pending.find(id);
   if (it == g_pending.end())
@@ -180,6 +268,10 @@ py::object synchronize(std::int64_t id) {
   }
   Pending p = take(id);
   if (!p.allgather) return py::none();
+  if (p.on_device) {  // the shape; the bytes follow with copy_device_result(id, ptr)
+    g_device_results.emplace(id, h);
+    return py::cast(h.output_shape());
+  }
   const auto& bytes = h.allgather_output();
   std::vector<py::ssize_t> shape(h.output_shape().begin(), h.output_shape().end());
   py::array out(p.result_dtype, shape);
@@ -214,6 +306,7 @@ void shutdown() {
     if (g_runtime->engine) g_runtime->engine->shutdown();
   }
   g_pending.clear();
+  g_device_results.clear();
   g_runtime.reset();
 }
 
@@ -261,6 +354,18 @@ PYBIND11_MODULE(_riseml, m) {
     return h.join_result();
   });
   m.def("synchronize", &synchronize);
+  m.def("gpu_status", [] {
+    return py::make_tuple(cuda::built_with_cuda(), cuda::available(), cuda::status());
+  }, "(built with GPU support, a CUDA device usable now, one line saying which)");
+  m.def("device_allreduce_async", &device_allreduce_async, py::arg("inputs"), py::arg("outputs"),
+        py::arg("shapes"), py::arg("dtype"), py::arg("device"), py::arg("stream"),
+        py::arg("name"), py::arg("op"), py::arg("prescale") = 1.0, py::arg("postscale") = 1.0);
+  m.def("device_broadcast_async", &device_broadcast_async, py::arg("input"), py::arg("output"),
+        py::arg("shape"), py::arg("dtype"), py::arg("device"), py::arg("stream"),
+        py::arg("root"), py::arg("name"));
+  m.def("device_allgather_async", &device_allgather_async, py::arg("input"), py::arg("shape"),
+        py::arg("dtype"), py::arg("device"), py::arg("stream"), py::arg("name"));
+  m.def("copy_device_result", &copy_device_result, py::arg("handle"), py::arg("output"));
   m.def("poll", &poll);
   m.attr("SUM") = static_cast<int>(ReduceOp::sum);
   m.attr("AVERAGE") = static_cast<int>(ReduceOp::average);

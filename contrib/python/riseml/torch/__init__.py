@@ -5,9 +5,13 @@
     optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters())
     hvd.broadcast_parameters(model.state_dict(), root_rank=0)
 
-CPU tensors are reduced in place in their own memory (a numpy view, no copy); other devices go
-through a CPU copy.
+CPU tensors are reduced in place in their own memory (a numpy view, no copy). CUDA tensors are
+reduced where they lie, with NCCL, ordered after the work already on torch's current stream, when
+this build has GPU support (riseml.torch.gpu_status()); otherwise they go through a CPU copy,
+with a warning once.
 """
+import warnings as _warnings
+
 import torch as _torch
 
 import _riseml
@@ -28,12 +32,55 @@ __all__ = [
     "grouped_allreduce_async_", "allgather", "allgather_async", "broadcast", "broadcast_",
     "broadcast_async", "broadcast_async_", "broadcast_parameters", "broadcast_optimizer_state",
     "broadcast_object", "allgather_object", "synchronize", "poll", "join", "barrier",
-    "DistributedOptimizer",
+    "DistributedOptimizer", "gpu_status",
 ]
 
-# handle -> (tensor returned by synchronize, tensor to copy the CPU result into or None,
-#            the CPU buffer the engine works on)
+# handle -> (tensor returned by synchronize, the buffer the engine writes the result into
+#            [, tensors kept alive until then])
 _handles = {}
+
+_GPU_BUILT, _GPU_USABLE, _GPU_STATUS = _riseml.gpu_status()
+_warned_host_copy = False
+
+_DTYPE_NAMES = {
+    _torch.float32: "float32", _torch.float64: "float64", _torch.float16: "float16",
+    _torch.bfloat16: "bfloat16", _torch.int32: "int32", _torch.int64: "int64",
+    _torch.uint8: "uint8",
+}
+
+
+def gpu_status():
+    """(built with GPU support, a CUDA device usable, one line saying which)."""
+    return _GPU_BUILT, _GPU_USABLE, _GPU_STATUS
+
+
+def _on_gpu(tensor):
+    """True: reduce `tensor` on its GPU with NCCL. False: on the CPU (host tensors; CUDA tensors
+    when this build or process cannot use the GPU, with a warning once)."""
+    if tensor.device.type != "cuda":
+        return False
+    if _GPU_BUILT and _GPU_USABLE:
+        return True
+    global _warned_host_copy
+    if not _warned_host_copy:
+        _warned_host_copy = True
+        _warnings.warn("riseml: CUDA tensors are reduced through host memory, because "
+                       + _GPU_STATUS + " (build riseml with CUDA and NCCL for GPU collectives)",
+                       RuntimeWarning, stacklevel=3)
+    return False
+
+
+def _device_view(tensor):
+    """(contiguous tensor the engine reads, dtype name, CUDA device, torch's stream handle)."""
+    t = tensor.detach()
+    if not t.is_contiguous():
+        t = t.contiguous()
+    name = _DTYPE_NAMES.get(t.dtype)
+    if name is None:
+        raise TypeError("riseml: unsupported dtype %s (float16/32/64, bfloat16, int32/64, "
+                        "uint8)" % t.dtype)
+    device = t.device.index if t.device.index is not None else _torch.cuda.current_device()
+    return t, name, device, _torch.cuda.current_stream(t.device).cuda_stream
 
 
 def _cpu_view(tensor):
@@ -55,6 +102,9 @@ def _shares_memory(a, b):
 
 
 def _allreduce_into(tensor, output, name, op, prescale_factor, postscale_factor):
+    if _on_gpu(tensor):
+        return _grouped_on_gpu([tensor], [output], name, op, prescale_factor, postscale_factor,
+                               single=True)
     src, src_cpu, dtype = _cpu_view(tensor)
     if output is tensor and _shares_memory(src_cpu, tensor):
         dst, dst_cpu = src, src_cpu  # in place, no copy
@@ -121,7 +171,33 @@ def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
                                         postscale_factor))
 
 
+def _grouped_on_gpu(tensors, outputs, name, op, prescale_factor, postscale_factor,
+                    single=False):
+    views = [_device_view(t) for t in tensors]
+    if len({(v[1], v[2]) for v in views}) != 1:
+        raise ValueError("riseml: grouped_allreduce needs tensors of one dtype on one device")
+    srcs, dsts = [], []
+    for (src, _, _, _), t, out in zip(views, tensors, outputs):
+        dst = src if out is t and _shares_memory(src, t) else _torch.empty_like(src)
+        srcs.append(src)
+        dsts.append(dst)
+    _, dtype, device, stream = views[0]
+    h = _riseml.device_allreduce_async([s.data_ptr() for s in srcs], [d.data_ptr() for d in dsts],
+                                       [list(s.shape) for s in srcs], dtype, device, stream,
+                                       name, op, prescale_factor, postscale_factor)
+    if single:
+        _handles[h] = (outputs[0], dsts[0], srcs)
+    else:
+        _handles[h] = (list(outputs), dsts, srcs)
+    return h
+
+
 def _grouped(tensors, outputs, name, op, prescale_factor, postscale_factor):
+    on_gpu = [_on_gpu(t) for t in tensors]
+    if tensors and all(on_gpu):
+        return _grouped_on_gpu(tensors, outputs, name, op, prescale_factor, postscale_factor)
+    if any(on_gpu):
+        raise ValueError("riseml: grouped_allreduce got CUDA and CPU tensors; pass one kind")
     views = [_cpu_view(t) for t in tensors]
     dtypes = {v[2] for v in views}
     srcs, dsts, dst_cpus = [], [], []
@@ -171,6 +247,12 @@ def grouped_allreduce_(tensors, average=None, name=None, op=None, prescale_facto
 
 
 def allgather_async(tensor, name=None):
+    if _on_gpu(tensor):
+        src, dtype, device, stream = _device_view(tensor)
+        h = _riseml.device_allgather_async(src.data_ptr(), list(src.shape), dtype, device, stream,
+                                           _common._name("allgather", name))
+        _handles[h] = ("allgather-gpu", src)
+        return h
     src, src_cpu, dtype = _cpu_view(tensor)
     h = _riseml.allgather_async(src, _common._name("allgather", name), dtype)
     _handles[h] = ("allgather", tensor)
@@ -202,6 +284,13 @@ def allgather(tensor, name=None):
 
 
 def _broadcast_into(tensor, output, root_rank, name):
+    if _on_gpu(tensor):
+        src, dtype, device, stream = _device_view(tensor)
+        dst = src if output is tensor and _shares_memory(src, tensor) else _torch.empty_like(src)
+        h = _riseml.device_broadcast_async(src.data_ptr(), dst.data_ptr(), list(src.shape), dtype,
+                                           device, stream, root_rank, name)
+        _handles[h] = (output, dst, src)
+        return h
     src, src_cpu, dtype = _cpu_view(tensor)
     if output is tensor and _shares_memory(src_cpu, tensor):
         dst, dst_cpu = src, src_cpu
@@ -264,7 +353,12 @@ def synchronize(handle):
         entry = _handles.pop(handle, None)
     if entry is None:
         return None
-    output, cpu = entry
+    output, cpu = entry[0], entry[1]
+    if isinstance(output, str) and output == "allgather-gpu":  # `gathered` is the shape; the rows are still on the GPU
+        result = _torch.empty(gathered, dtype=cpu.dtype, device=cpu.device)
+        _torch.cuda.current_stream(cpu.device).synchronize()  # the allocation is free to write
+        _riseml.copy_device_result(handle, result.data_ptr())
+        return result
     if isinstance(output, str):  # allgather
         result = _torch.from_numpy(gathered)
         if cpu.dtype == _torch.bfloat16:

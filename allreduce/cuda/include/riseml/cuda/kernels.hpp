@@ -19,7 +19,7 @@ namespace riseml::cuda {
 // float64 by factor. Only float types.
 void scale(DataType type, void* buffer, std::size_t count, double factor, cudaStream_t stream);
 
-// buffer[i] = buffer[i] / divisor, as kernels::divide (averaging a sum). Only float types.
+// buffer[i] = buffer[i] / divisor, as kernels::divide (averaging a sum); integers truncate.
 void divide(DataType type, void* buffer, std::size_t count, int divisor, cudaStream_t stream);
 
 // float32 -> float16/bfloat16 (compression) and back. half_type is float16 or bfloat16.

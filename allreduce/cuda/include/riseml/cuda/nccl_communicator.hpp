@@ -17,9 +17,11 @@
 
 #include <cuda_runtime.h>
 
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <memory>
+#include <span>
 #include <string>
 
 namespace riseml::cuda {
@@ -36,11 +38,18 @@ struct NcclOptions {
 // "NCCL_DEBUG=INFO NCCL_IB_HCA==mlx5_0:1" or "no NCCL_* variables set": for error messages.
 std::string nccl_environment();
 
+// The bytes of an ncclUniqueId: made by one rank, shared with the others by any means.
+using NcclId = std::array<std::byte, 128>;
+// Throws CollectiveError(setup) naming the host when NCCL cannot make one.
+NcclId make_nccl_id();
+
 class NcclCommunicator {
  public:
   // Collective over the rendezvous' ranks. Throws CollectiveError (setup / timeout) naming the
   // rank, host, device and the NCCL_* variables in effect.
   NcclCommunicator(Rendezvous& rendezvous, const NcclOptions& options = {});
+  // Collective over `size` ranks that share `id` (made by make_nccl_id on one of them).
+  NcclCommunicator(const NcclId& id, int rank, int size, const NcclOptions& options = {});
   ~NcclCommunicator();
   NcclCommunicator(const NcclCommunicator&) = delete;
   NcclCommunicator& operator=(const NcclCommunicator&) = delete;
@@ -58,6 +67,15 @@ class NcclCommunicator {
   // out = in of rank 0, in of rank 1, ...; count elements each.
   void allgather(const void* in, void* out, std::size_t count, DataType type,
                  cudaStream_t caller);
+
+  // Reduces size()*count elements of `in` over all ranks; rank r receives block r in `out`
+  // (out may be in + rank*count: in place).
+  void reduce_scatter(const void* in, void* out, std::size_t count, DataType type, ReduceOp op,
+                      cudaStream_t caller);
+  // out = in of rank 0 (counts[0] elements), in of rank 1, ... One NCCL group of broadcasts,
+  // since NCCL has no allgatherv. counts must agree on all ranks.
+  void allgatherv(const void* in, void* out, std::span<const std::size_t> counts, DataType type,
+                  cudaStream_t caller);
 
   // Waits until everything enqueued so far has completed, at most the timeout; on a timeout or
   // an NCCL error aborts the communicator and throws.

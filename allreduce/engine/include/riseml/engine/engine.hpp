@@ -22,6 +22,9 @@ struct TensorArg {
   const void* input = nullptr;
   void* output = nullptr;
   std::vector<std::int64_t> shape;
+  // -1: host memory. >= 0: memory of this CUDA device, reduced there with NCCL (a build with
+  // GPU support only: riseml::cuda::built_with_cuda(); otherwise enqueue says so).
+  int device = -1;
 };
 
 struct Request {
@@ -37,6 +40,10 @@ struct Request {
   // allreduce: one or more (a grouped allreduce is ready, and completes, as one);
   // broadcast and allgather: exactly one.
   std::vector<TensorArg> tensors;
+  // Device tensors: the cudaStream_t the caller (the framework) wrote them on; the engine's work
+  // is ordered after what that stream holds at enqueue() (an event). nullptr: the legacy
+  // default stream. The result is complete on the device when the handle completes.
+  void* stream = nullptr;
 };
 
 struct HandleState;
@@ -53,8 +60,12 @@ class Handle {
   // Blocks until the operation completed; throws its CollectiveError if it failed.
   void wait() const;
 
-  // allgather: the gathered bytes and their shape (first dimension summed over ranks).
+  // allgather: the gathered bytes and their shape (first dimension summed over ranks). For
+  // device tensors the bytes stay on the device: allgather_output() is empty, and
+  // copy_allgather_output(dst) copies them to `dst` on the same device.
   const std::vector<std::byte>& allgather_output() const;
+  void copy_allgather_output(void* dst) const;
+  std::size_t allgather_output_bytes() const;
   const std::vector<std::int64_t>& output_shape() const;
   // join: the last rank that joined.
   int join_result() const;

@@ -1,0 +1,80 @@
+// Collectives on device buffers for every rank of a riseml::Communicator, in one of two modes:
+//   flat:         one NCCL communicator over all ranks (NCCL picks its own network).
+//   hierarchical: NCCL inside each host (reduce-scatter, then allgather), and between hosts the
+//                 CPU allreduce of riseml::Communicator among the ranks with the same local
+//                 index, each carrying 1/L of the data: for clusters where NCCL's network plugin
+//                 is unavailable or slower than our TCP.
+// The NCCL unique ids travel over the CPU communicator, so no rendezvous is needed after it.
+// Every call blocks until the result is in place (bounded by the timeout; a dead peer aborts
+// the NCCL communicators and throws CollectiveError), after the work already on `stream`.
+// Only in a build with CUDA (RISEML_HAVE_CUDA).
+#pragma once
+
+#include <riseml/communicator.hpp>
+#include <riseml/cuda/nccl_communicator.hpp>
+
+#include <cuda_runtime.h>
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+
+namespace riseml::cuda {
+
+enum class GpuAlgorithm : std::uint8_t { flat, hierarchical };
+
+struct GpuOptions {
+  // RISEML_GPU_ALGORITHM=nccl|hierarchical; HOROVOD_HIERARCHICAL_ALLREDUCE=1 means hierarchical.
+  GpuAlgorithm algorithm = GpuAlgorithm::flat;
+  // The CUDA device of this rank; -1: the calling thread's current device.
+  int device = -1;
+  std::chrono::milliseconds timeout = std::chrono::seconds(60);  // RISEML_TIMEOUT_S
+
+  // Throws CollectiveError(invalid_argument) naming the variable on a malformed value.
+  static GpuOptions from_environment();
+};
+
+std::string_view to_string(GpuAlgorithm a);
+
+// How the hierarchical allreduce cuts `count` elements over `local_size` ranks of a host: the
+// first local_size * shard elements are reduce-scattered (rank i of the host owns shard i);
+// the remaining (< local_size) elements are allreduced inside the host as a whole.
+struct HierarchicalSplit {
+  std::size_t shard = 0;      // elements per local rank
+  std::size_t remainder = 0;  // elements after local_size * shard
+  static HierarchicalSplit of(std::size_t count, int local_size) {
+    const auto l = static_cast<std::size_t>(local_size);
+    return {count / l, count % l};
+  }
+};
+
+class GpuCollectives {
+ public:
+  // Collective over every rank of `cpu`, which must outlive this object (the hierarchical mode
+  // uses it for the cross-host step). Throws CollectiveError naming rank, host and device.
+  GpuCollectives(Communicator& cpu, const GpuOptions& options);
+  ~GpuCollectives();
+  GpuCollectives(const GpuCollectives&) = delete;
+  GpuCollectives& operator=(const GpuCollectives&) = delete;
+
+  int device() const;
+  GpuAlgorithm algorithm() const;
+  // "flat NCCL over 8 ranks" / "hierarchical: NCCL over 4 ranks per host, CPU ring across 2 hosts"
+  std::string describe() const;
+
+  // In place on `count` elements at `buffer`. Average: the sum divided by the number of ranks
+  // (integers: truncating), as the CPU communicator.
+  void allreduce(void* buffer, std::size_t count, DataType type, ReduceOp op, cudaStream_t stream);
+  void broadcast(void* buffer, std::size_t count, DataType type, int root, cudaStream_t stream);
+  // out = in of rank 0 (counts[0] elements), in of rank 1, ...
+  void allgatherv(const void* in, void* out, std::span<const std::size_t> counts, DataType type,
+                  cudaStream_t stream);
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace riseml::cuda

@@ -1,0 +1,223 @@
+#include <riseml/cuda/gpu_collectives.hpp>
+#include <riseml/cuda/kernels.hpp>
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+namespace riseml::cuda {
+
+namespace {
+
+std::string host_name() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown host";
+  return buf;
+}
+
+}  // namespace
+
+std::string_view to_string(GpuAlgorithm a) {
+  return a == GpuAlgorithm::flat ? "nccl" : "hierarchical";
+}
+
+GpuOptions GpuOptions::from_environment() {
+  GpuOptions o;
+  if (const char* h = std::getenv("HOROVOD_HIERARCHICAL_ALLREDUCE"); h && std::strcmp(h, "1") == 0)
+    o.algorithm = GpuAlgorithm::hierarchical;
+  if (const char* a = std::getenv("RISEML_GPU_ALGORITHM"); a && *a) {
+    const std::string s = a;
+    if (s == "nccl" || s == "flat")
+      o.algorithm = GpuAlgorithm::flat;
+    else if (s == "hierarchical")
+      o.algorithm = GpuAlgorithm::hierarchical;
+    else
+      throw CollectiveError(ErrorKind::invalid_argument,
+                            "riseml: RISEML_GPU_ALGORITHM=" + s +
+                                ": expected nccl (one NCCL communicator over all ranks) or "
+                                "hierarchical (NCCL inside a host, the CPU ring across hosts)");
+  }
+  const CommunicatorOptions cpu = CommunicatorOptions::from_environment();
+  o.timeout = cpu.timeout;
+  return o;
+}
+
+struct GpuCollectives::State {
+  Communicator& cpu;
+  GpuOptions options;
+  HostLayout layout;
+  std::unique_ptr<NcclCommunicator> nccl;  // all ranks (flat) or this host's (hierarchical)
+  void* pinned = nullptr;                  // host staging for the CPU steps
+  std::size_t pinned_bytes = 0;
+
+  explicit State(Communicator& c) : cpu(c) {}
+
+  std::string where() const {
+    return "rank " + std::to_string(cpu.rank()) + " (host " + host_name() + ", CUDA device " +
+           std::to_string(options.device) + ")";
+  }
+
+  void check(cudaError_t e, const char* what) const {
+    if (e != cudaSuccess)
+      throw CollectiveError(ErrorKind::system, std::string("riseml gpu: ") + what + ": " +
+                                                   cudaGetErrorString(e) + " on " + where());
+  }
+
+  std::byte* staging(std::size_t bytes) {
+    if (bytes > pinned_bytes) {
+      nccl->synchronize();  // a copy from the old buffer may still be queued
+      if (pinned) cudaFreeHost(pinned);
+      pinned = nullptr;
+      pinned_bytes = 0;
+      check(cudaMallocHost(&pinned, bytes), "cudaMallocHost");
+      pinned_bytes = bytes;
+    }
+    return static_cast<std::byte*>(pinned);
+  }
+
+  // Device -> host, the CPU collective, host -> device, all after the work on the NCCL stream.
+  template <class CpuStep>
+  void through_host(void* device_buffer, std::size_t bytes, CpuStep&& step) {
+    if (bytes == 0) {
+      step(nullptr);
+      return;
+    }
+    std::byte* host = staging(bytes);
+    check(cudaMemcpyAsync(host, device_buffer, bytes, cudaMemcpyDeviceToHost, nccl->stream()),
+          "cudaMemcpyAsync (to host)");
+    nccl->synchronize();
+    step(host);
+    check(cudaMemcpyAsync(device_buffer, host, bytes, cudaMemcpyHostToDevice, nccl->stream()),
+          "cudaMemcpyAsync (to device)");
+  }
+};
+
+GpuCollectives::GpuCollectives(Communicator& cpu, const GpuOptions& options)
+    : state_(std::make_unique<State>(cpu)) {
+  State& s = *state_;
+  s.options = options;
+  if (s.options.device < 0) s.check(cudaGetDevice(&s.options.device), "cudaGetDevice");
+  s.check(cudaSetDevice(s.options.device), "cudaSetDevice");
+  s.layout = cpu.host_layout();
+  if (s.options.algorithm == GpuAlgorithm::hierarchical && !s.layout.uniform)
+    throw CollectiveError(ErrorKind::invalid_argument,
+                          "riseml gpu: RISEML_GPU_ALGORITHM=hierarchical needs the same number "
+                          "of ranks on every host, but " + s.where() + " has " +
+                              std::to_string(s.layout.local_ranks.size()) +
+                              " on its host and others differ; start the same number of tasks "
+                              "per node or use RISEML_GPU_ALGORITHM=nccl");
+
+  NcclOptions nccl_options;
+  nccl_options.device = s.options.device;
+  nccl_options.timeout = s.options.timeout;
+  // Every rank offers an id; each rank takes that of its communicator's first rank (rank 0 for
+  // flat, the host's first rank for hierarchical): one allgather serves both modes.
+  const bool hierarchical = s.options.algorithm == GpuAlgorithm::hierarchical;
+  const int leader = hierarchical ? s.layout.local_ranks.front() : 0;
+  NcclId mine{};
+  if (cpu.rank() == leader) mine = make_nccl_id();
+  std::vector<std::byte> all(mine.size() * static_cast<std::size_t>(cpu.size()));
+  cpu.allgather(mine.data(), all.data(), mine.size(), DataType::uint8);
+  NcclId id;
+  std::memcpy(id.data(), all.data() + static_cast<std::size_t>(leader) * id.size(), id.size());
+  if (hierarchical)
+    s.nccl = std::make_unique<NcclCommunicator>(
+        id, s.layout.local_index, static_cast<int>(s.layout.local_ranks.size()), nccl_options);
+  else
+    s.nccl = std::make_unique<NcclCommunicator>(id, cpu.rank(), cpu.size(), nccl_options);
+}
+
+GpuCollectives::~GpuCollectives() {
+  State& s = *state_;
+  s.nccl.reset();
+  if (s.pinned) cudaFreeHost(s.pinned);
+}
+
+int GpuCollectives::device() const { return state_->options.device; }
+GpuAlgorithm GpuCollectives::algorithm() const { return state_->options.algorithm; }
+
+std::string GpuCollectives::describe() const {
+  const State& s = *state_;
+  if (s.options.algorithm == GpuAlgorithm::flat)
+    return "flat NCCL over " + std::to_string(s.cpu.size()) + " ranks";
+  return "hierarchical: NCCL over " + std::to_string(s.layout.local_ranks.size()) +
+         " ranks per host, CPU ring across " + std::to_string(s.layout.hosts) + " hosts";
+}
+
+void GpuCollectives::allreduce(void* buffer, std::size_t count, DataType type, ReduceOp op,
+                               cudaStream_t stream) {
+  State& s = *state_;
+  const ReduceOp reduce = op == ReduceOp::average ? ReduceOp::sum : op;
+  s.check(cudaSetDevice(s.options.device), "cudaSetDevice");
+  NcclCommunicator& nccl = *s.nccl;
+  if (s.options.algorithm == GpuAlgorithm::flat) {
+    nccl.allreduce(buffer, buffer, count, type, reduce, stream);
+  } else {
+    const std::size_t esize = element_size(type);
+    const int local_size = static_cast<int>(s.layout.local_ranks.size());
+    const HierarchicalSplit split = HierarchicalSplit::of(count, local_size);
+    auto* base = static_cast<std::byte*>(buffer);
+    std::byte* mine = base + static_cast<std::size_t>(s.layout.local_index) * split.shard * esize;
+    std::byte* tail = base + static_cast<std::size_t>(local_size) * split.shard * esize;
+    // 1. Inside the host: local rank i ends with shard i summed over the host.
+    if (split.shard) nccl.reduce_scatter(base, mine, split.shard, type, reduce, stream);
+    if (split.remainder) nccl.allreduce(tail, tail, split.remainder, type, reduce, stream);
+    // 2. Across hosts, on the CPU: each column of local ranks reduces its shard (every rank the
+    // remainder). Every rank makes both calls, so the CPU communicator stays in step.
+    s.through_host(mine, split.shard * esize, [&](std::byte* host) {
+      s.cpu.cross_host_allreduce(host, host, split.shard, type, reduce);
+    });
+    s.through_host(tail, split.remainder * esize, [&](std::byte* host) {
+      s.cpu.cross_host_allreduce(host, host, split.remainder, type, reduce);
+    });
+    // 3. Inside the host again: every local rank gets every shard.
+    if (split.shard) nccl.allgather(mine, base, split.shard, type, nccl.stream());
+  }
+  if (op == ReduceOp::average) divide(type, buffer, count, s.cpu.size(), nccl.stream());
+  nccl.synchronize();
+}
+
+void GpuCollectives::broadcast(void* buffer, std::size_t count, DataType type, int root,
+                               cudaStream_t stream) {
+  State& s = *state_;
+  s.check(cudaSetDevice(s.options.device), "cudaSetDevice");
+  if (s.options.algorithm == GpuAlgorithm::flat) {
+    s.nccl->broadcast(buffer, count, type, root, stream);
+  } else {  // NCCL may not reach across hosts: through the CPU (rare: parameters at start)
+    s.check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    s.through_host(buffer, count * element_size(type),
+                   [&](std::byte* host) { s.cpu.broadcast(host, count, type, root); });
+  }
+  s.nccl->synchronize();
+}
+
+void GpuCollectives::allgatherv(const void* in, void* out, std::span<const std::size_t> counts,
+                                DataType type, cudaStream_t stream) {
+  State& s = *state_;
+  s.check(cudaSetDevice(s.options.device), "cudaSetDevice");
+  if (s.options.algorithm == GpuAlgorithm::flat) {
+    s.nccl->allgatherv(in, out, counts, type, stream);
+  } else {
+    const std::size_t esize = element_size(type);
+    std::size_t total = 0, before = 0;
+    for (std::size_t r = 0; r < counts.size(); ++r) {
+      if (static_cast<int>(r) < s.cpu.rank()) before += counts[r];
+      total += counts[r];
+    }
+    const std::size_t mine = counts[static_cast<std::size_t>(s.cpu.rank())];
+    // Own rows into place, then the CPU allgatherv in place over the whole output.
+    s.check(cudaMemcpyAsync(static_cast<std::byte*>(out) + before * esize, in, mine * esize,
+                            cudaMemcpyDeviceToDevice, stream),
+            "cudaMemcpyAsync");
+    s.check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    s.through_host(out, total * esize, [&](std::byte* host) {
+      std::vector<std::byte> rows(host + before * esize, host + (before + mine) * esize);
+      s.cpu.allgatherv(rows.data(), host, counts, type);
+    });
+  }
+  s.nccl->synchronize();
+}
+
+}  // namespace riseml::cuda
