@@ -163,5 +163,17 @@ TEST(ReduceKernels, DivideTruncatesIntegersAndRoundsHalfFloats) {
   EXPECT_EQ(kernels::float16_to_float(h), 1.5f);
 }
 
+// Averaging over more ranks than the type can count: the divisor must not wrap (uint8 / 256
+// used to divide by zero).
+TEST(ReduceKernels, DivideByMoreRanksThanTheTypeHolds) {
+  std::uint8_t bytes[2] = {255, 200};
+  kernels::divide(DataType::uint8, bytes, 2, 256);
+  EXPECT_EQ(bytes[0], 0);
+  EXPECT_EQ(bytes[1], 0);
+  std::uint8_t small[1] = {250};
+  kernels::divide(DataType::uint8, small, 1, 100);
+  EXPECT_EQ(small[0], 2);
+}
+
 }  // namespace
 }  // namespace riseml

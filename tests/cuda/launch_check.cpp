@@ -89,8 +89,11 @@ int run(int argc, char** argv) {
       for (void* p : {a.p, b.p, c.p})
         fused.tensors.push_back({p, p, {static_cast<std::int64_t>(count)}, device});
       auto h1 = eng.enqueue(fused);
-      auto h2 = eng.allreduce("single." + tag, single.p, single.p,
-                              {static_cast<std::int64_t>(count)}, DataType::float32, op);
+      engine::Request one;
+      one.name = "single." + tag;
+      one.op = op;
+      one.tensors.push_back({single.p, single.p, {static_cast<std::int64_t>(count)}, device});
+      auto h2 = eng.enqueue(one);
       h1.wait();
       h2.wait();
       for (void* p : {a.p, b.p, c.p, single.p}) {

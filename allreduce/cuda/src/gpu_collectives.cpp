@@ -3,6 +3,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -116,12 +118,32 @@ GpuCollectives::GpuCollectives(Communicator& cpu, const GpuOptions& options)
   // flat, the host's first rank for hierarchical): one allgather serves both modes.
   const bool hierarchical = s.options.algorithm == GpuAlgorithm::hierarchical;
   const int leader = hierarchical ? s.layout.local_ranks.front() : 0;
-  NcclId mine{};
-  if (cpu.rank() == leader) mine = make_nccl_id();
-  std::vector<std::byte> all(mine.size() * static_cast<std::size_t>(cpu.size()));
-  cpu.allgather(mine.data(), all.data(), mine.size(), DataType::uint8);
+  // Byte 0 says whether the id is good, so a leader that cannot make one does not leave the
+  // others waiting for the CPU timeout.
+  constexpr std::size_t kSlot = 1 + sizeof(NcclId);
+  std::array<std::byte, kSlot> mine{};
+  std::string leader_error;
+  if (cpu.rank() == leader) {
+    try {
+      const NcclId id = make_nccl_id();
+      mine[0] = std::byte{1};
+      std::memcpy(mine.data() + 1, id.data(), id.size());
+    } catch (const CollectiveError& e) {
+      leader_error = e.what();
+    }
+  }
+  std::vector<std::byte> all(kSlot * static_cast<std::size_t>(cpu.size()));
+  cpu.allgather(mine.data(), all.data(), kSlot, DataType::uint8);
+  if (!leader_error.empty()) throw CollectiveError(ErrorKind::setup, leader_error);
+  const std::byte* slot = all.data() + static_cast<std::size_t>(leader) * kSlot;
+  if (slot[0] != std::byte{1})
+    throw CollectiveError(ErrorKind::setup,
+                          "riseml gpu: rank " + std::to_string(leader) +
+                              " could not make the NCCL unique id (its own error says why); "
+                              "on " + s.where(),
+                          leader);
   NcclId id;
-  std::memcpy(id.data(), all.data() + static_cast<std::size_t>(leader) * id.size(), id.size());
+  std::memcpy(id.data(), slot + 1, id.size());
   if (hierarchical)
     s.nccl = std::make_unique<NcclCommunicator>(
         id, s.layout.local_index, static_cast<int>(s.layout.local_ranks.size()), nccl_options);
@@ -197,7 +219,14 @@ void GpuCollectives::allgatherv(const void* in, void* out, std::span<const std::
                                 DataType type, cudaStream_t stream) {
   State& s = *state_;
   s.check(cudaSetDevice(s.options.device), "cudaSetDevice");
-  if (s.options.algorithm == GpuAlgorithm::flat) {
+  if (counts.size() != static_cast<std::size_t>(s.cpu.size()))
+    throw CollectiveError(ErrorKind::invalid_argument,
+                          "riseml gpu: allgatherv needs one count per rank on " + s.where());
+  const bool equal = std::all_of(counts.begin(), counts.end(),
+                                 [&](std::size_t c) { return c == counts.front(); });
+  if (s.options.algorithm == GpuAlgorithm::flat && equal) {
+    s.nccl->allgather(in, out, counts.front(), type, stream);
+  } else if (s.options.algorithm == GpuAlgorithm::flat) {
     s.nccl->allgatherv(in, out, counts, type, stream);
   } else {
     const std::size_t esize = element_size(type);

@@ -41,12 +41,13 @@ __global__ void scale_kernel(T* p, std::size_t n, T factor) {
     p[i] = Divide ? div(p[i], factor) : mul(p[i], factor);
 }
 
-// Integer average: truncating division, as kernels::divide on the CPU.
+// Integer average: truncating division, as kernels::divide on the CPU. The divisor stays a
+// 64-bit integer (a uint8 divisor would wrap at 256 ranks).
 template <typename T>
-__global__ void divide_int_kernel(T* p, std::size_t n, T divisor) {
+__global__ void divide_int_kernel(T* p, std::size_t n, long long divisor) {
   for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n;
        i += std::size_t{gridDim.x} * blockDim.x)
-    p[i] = static_cast<T>(p[i] / divisor);
+    p[i] = static_cast<T>(static_cast<long long>(p[i]) / divisor);
 }
 
 template <typename Half, bool Divide>
@@ -180,15 +181,15 @@ void divide(DataType type, void* buffer, std::size_t count, int divisor, cudaStr
   switch (type) {
     case DataType::int32:
       divide_int_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<std::int32_t*>(buffer), count,
-                                                          static_cast<std::int32_t>(divisor));
+                                                          static_cast<long long>(divisor));
       break;
     case DataType::int64:
       divide_int_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<std::int64_t*>(buffer), count,
-                                                          static_cast<std::int64_t>(divisor));
+                                                          static_cast<long long>(divisor));
       break;
     case DataType::uint8:
       divide_int_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<std::uint8_t*>(buffer), count,
-                                                          static_cast<std::uint8_t>(divisor));
+                                                          static_cast<long long>(divisor));
       break;
     default: scale_any<true>("divide", type, buffer, count, static_cast<double>(divisor), stream); return;
   }

@@ -77,6 +77,11 @@ struct NcclCommunicator::State {
   cudaStream_t stream = nullptr;
   cudaEvent_t before = nullptr;  // recorded on the caller's stream
   cudaEvent_t after = nullptr;   // recorded on ours
+  // Recorded on the caller's stream at the first collective since the last synchronize(): the
+  // timeout starts once the caller's own backlog is done, so a busy GPU is not a dead peer.
+  cudaEvent_t caller_ready = nullptr;
+  bool pending = false;
+  bool in_group = false;  // between ncclGroupStart and ncclGroupEnd
   bool failed = false;
 
   std::string where() const {
@@ -86,6 +91,10 @@ struct NcclCommunicator::State {
 
   [[noreturn]] void fail(ErrorKind kind, const std::string& what) {
     failed = true;
+    if (in_group) {  // NCCL's group depth is per thread: close it before giving up
+      in_group = false;
+      ncclGroupEnd();
+    }
     if (comm) {
       ncclCommAbort(comm);
       comm = nullptr;
@@ -107,14 +116,14 @@ struct NcclCommunicator::State {
 
   // Polls the communicator's asynchronous state until it is not ncclInProgress, at most until
   // `deadline`; on an error or a timeout aborts and throws.
-  void wait_ready(const char* what, Clock::time_point deadline) {
+  void wait_ready(const char* what, Clock::time_point deadline,
+                  ErrorKind on_error = ErrorKind::peer_failed) {
     for (;;) {
       ncclResult_t state = ncclSuccess;
       const ncclResult_t r = ncclCommGetAsyncError(comm, &state);
-      if (r != ncclSuccess) fail(ErrorKind::peer_failed, std::string(what) + ": " + nccl_error(r));
+      if (r != ncclSuccess) fail(on_error, std::string(what) + ": " + nccl_error(r));
       if (state == ncclSuccess) return;
-      if (state != ncclInProgress)
-        fail(ErrorKind::peer_failed, std::string(what) + ": " + nccl_error(state));
+      if (state != ncclInProgress) fail(on_error, std::string(what) + ": " + nccl_error(state));
       if (Clock::now() >= deadline)
         fail(ErrorKind::timeout, std::string(what) + ": no progress within " +
                                      std::to_string(timeout.count()) + " ms (a peer dead?)");
@@ -138,6 +147,10 @@ struct NcclCommunicator::State {
       throw CollectiveError(ErrorKind::aborted,
                             "riseml nccl: the communicator failed earlier on " + where());
     check_cuda(cudaSetDevice(device), "cudaSetDevice");
+    if (!pending) {
+      check_cuda(cudaEventRecord(caller_ready, caller), "cudaEventRecord");
+      pending = true;
+    }
     check_cuda(cudaEventRecord(before, caller), "cudaEventRecord");
     check_cuda(cudaStreamWaitEvent(stream, before, 0), "cudaStreamWaitEvent");
   }
@@ -217,11 +230,13 @@ NcclCommunicator::NcclCommunicator(const NcclId& id_bytes, int rank, int size,
   const ncclResult_t r = ncclCommInitRankConfig(&s.comm, s.size, id, s.rank, &config);
   if (r != ncclSuccess && r != ncclInProgress)
     s.fail(ErrorKind::setup, "ncclCommInitRankConfig: " + s.nccl_error(r));
-  s.wait_ready("ncclCommInitRankConfig", deadline);
+  s.wait_ready("ncclCommInitRankConfig", deadline, ErrorKind::setup);
 
   s.check_cuda(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking), "cudaStreamCreate");
   s.check_cuda(cudaEventCreateWithFlags(&s.before, cudaEventDisableTiming), "cudaEventCreate");
   s.check_cuda(cudaEventCreateWithFlags(&s.after, cudaEventDisableTiming), "cudaEventCreate");
+  s.check_cuda(cudaEventCreateWithFlags(&s.caller_ready, cudaEventDisableTiming),
+               "cudaEventCreate");
 }
 
 NcclCommunicator::~NcclCommunicator() {
@@ -247,6 +262,7 @@ NcclCommunicator::~NcclCommunicator() {
       ncclCommAbort(s.comm);
   }
   if (s.before) cudaEventDestroy(s.before);
+  if (s.caller_ready) cudaEventDestroy(s.caller_ready);
   if (s.after) cudaEventDestroy(s.after);
   if (s.stream) cudaStreamDestroy(s.stream);
 }
@@ -307,6 +323,7 @@ void NcclCommunicator::allgatherv(const void* in, void* out, std::span<const std
   const std::size_t esize = element_size(type);
   s.begin(caller);
   s.enqueue(ncclGroupStart(), "ncclGroupStart");
+  s.in_group = true;
   std::size_t offset = 0;
   for (int r = 0; r < s.size; ++r) {
     const std::size_t n = counts[static_cast<std::size_t>(r)];
@@ -315,6 +332,7 @@ void NcclCommunicator::allgatherv(const void* in, void* out, std::span<const std
     if (n) s.enqueue(ncclBroadcast(src, dst, n, to_nccl(type), r, s.comm, s.stream), "ncclBroadcast");
     offset += n;
   }
+  s.in_group = false;
   s.enqueue(ncclGroupEnd(), "ncclGroupEnd");
   s.end(caller);
 }
@@ -324,22 +342,31 @@ void NcclCommunicator::synchronize() {
   if (s.failed)
     throw CollectiveError(ErrorKind::aborted,
                           "riseml nccl: the communicator failed earlier on " + s.where());
-  const auto deadline = Clock::now() + s.timeout;
-  for (;;) {
-    const cudaError_t e = cudaStreamQuery(s.stream);
-    if (e == cudaSuccess) break;
-    if (e != cudaErrorNotReady) s.fail(ErrorKind::system, std::string("cudaStreamQuery: ") +
-                                                              cudaGetErrorString(e));
-    ncclResult_t state = ncclSuccess;
-    const ncclResult_t r = ncclCommGetAsyncError(s.comm, &state);
-    if (r != ncclSuccess || (state != ncclSuccess && state != ncclInProgress))
-      s.fail(ErrorKind::peer_failed,
-             "NCCL collective failed: " + s.nccl_error(r != ncclSuccess ? r : state));
-    if (Clock::now() >= deadline)
-      s.fail(ErrorKind::timeout, "collective did not complete within " +
-                                     std::to_string(s.timeout.count()) + " ms (a peer dead?)");
-    std::this_thread::sleep_for(std::chrono::microseconds(50));
-  }
+  // Polls until `done` says so; an NCCL error (a peer's failure reported to us) always ends the
+  // wait, the timeout only when `bounded`.
+  auto poll = [&](auto done, const char* what, bool bounded) {
+    const auto deadline = Clock::now() + s.timeout;
+    for (;;) {
+      const cudaError_t e = done();
+      if (e == cudaSuccess) return;
+      if (e != cudaErrorNotReady)
+        s.fail(ErrorKind::system, std::string(what) + ": " + cudaGetErrorString(e));
+      ncclResult_t state = ncclSuccess;
+      const ncclResult_t r = ncclCommGetAsyncError(s.comm, &state);
+      if (r != ncclSuccess || (state != ncclSuccess && state != ncclInProgress))
+        s.fail(ErrorKind::peer_failed,
+               "NCCL collective failed: " + s.nccl_error(r != ncclSuccess ? r : state));
+      if (bounded && Clock::now() >= deadline)
+        s.fail(ErrorKind::timeout, "collective did not complete within " +
+                                       std::to_string(s.timeout.count()) + " ms (a peer dead?)");
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  };
+  // First the caller's own work queued before the collectives (local: no timeout), then the
+  // collectives themselves, which only a peer can hold up.
+  if (s.pending) poll([&] { return cudaEventQuery(s.caller_ready); }, "cudaEventQuery", false);
+  poll([&] { return cudaStreamQuery(s.stream); }, "cudaStreamQuery", true);
+  s.pending = false;
 }
 
 }  // namespace riseml::cuda

@@ -31,7 +31,9 @@ struct DeviceTensor {
 class DevicePath {
  public:
   // Collective over every rank of `cpu` (which must outlive it): sets up the NCCL
-  // communicator(s) on `device` (-1: RISEML_GPU_DEVICE, else the thread's current device).
+  // communicator(s) on `device` (-1, a rank that joined before passing a GPU tensor:
+  // RISEML_GPU_DEVICE, else its local index on the host modulo the visible devices, the device
+  // torch.cuda.set_device(local_rank) would have picked; never the engine thread's default).
   static std::unique_ptr<DevicePath> create(Communicator& cpu, int device);
   virtual ~DevicePath() = default;
 
@@ -48,7 +50,8 @@ class DevicePath {
                                            DataType type) = 0;
 };
 
-// For Handle::copy_allgather_output: a device-to-device copy (the current device's context).
-void copy_device_to_device(void* dst, const void* src, std::size_t bytes);
+// For Handle::copy_allgather_output: a device-to-device copy on `stream` (the caller's, so it
+// is ordered after the work that allocated `dst`), complete when it returns.
+void copy_device_to_device(void* dst, const void* src, std::size_t bytes, void* stream);
 
 }  // namespace riseml::engine

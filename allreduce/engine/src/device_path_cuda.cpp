@@ -63,10 +63,12 @@ class CudaDevicePath final : public DevicePath {
   }
   ~CudaDevicePath() override {
     cudaSetDevice(device_);
+    // The NCCL communicators first (bounded: their destructor aborts on a timeout), so that
+    // nothing on the work stream still waits for a collective that will never finish.
+    gpu_.reset();
     if (work_) cudaStreamSynchronize(work_);
     fusion_.reset();
     if (work_) cudaStreamDestroy(work_);
-    gpu_.reset();
   }
 
   std::string describe() const override {
@@ -233,14 +235,21 @@ std::unique_ptr<DevicePath> DevicePath::create(Communicator& cpu, int device) {
                               std::string("riseml: RISEML_GPU_DEVICE=") + d +
                                   ": expected a CUDA device number (0, 1, ...)");
       device = static_cast<int>(v);
+    } else {
+      int devices = 0;
+      check(cudaGetDeviceCount(&devices), "cudaGetDeviceCount", -1);
+      device = devices > 0 ? cpu.host_layout().local_index % devices : 0;
     }
   }
   return std::make_unique<CudaDevicePath>(cpu, device);
 }
 
-void copy_device_to_device(void* dst, const void* src, std::size_t bytes) {
+void copy_device_to_device(void* dst, const void* src, std::size_t bytes, void* stream) {
   if (bytes == 0) return;
-  check(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault), "cudaMemcpy", -1);
+  auto s = static_cast<cudaStream_t>(stream);
+  check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s), "cudaMemcpyAsync", -1);
+  // Complete before the source (the handle's buffer) may be freed.
+  check(cudaStreamSynchronize(s), "cudaStreamSynchronize", -1);
 }
 
 }  // namespace riseml::engine

@@ -18,6 +18,6 @@ ReadyMarker mark_ready(int, void*) { refuse(); }
 
 std::unique_ptr<DevicePath> DevicePath::create(Communicator&, int) { refuse(); }
 
-void copy_device_to_device(void*, const void*, std::size_t) { refuse(); }
+void copy_device_to_device(void*, const void*, std::size_t, void*) { refuse(); }
 
 }  // namespace riseml::engine

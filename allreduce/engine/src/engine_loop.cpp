@@ -697,7 +697,14 @@ void EngineLoop::execute_other(Global& g, Clock::time_point ready_at) {
 }
 
 DevicePath& EngineLoop::device_path(const Local* l) {
-  if (!device_) device_ = DevicePath::create(*comm_, l ? l->request.tensors.front().device : -1);
+  if (!device_) {
+    int device = l ? l->request.tensors.front().device : -1;
+    if (device < 0) {  // joined before its first GPU tensor: the device it used, if any
+      std::lock_guard lock(mutex_);
+      device = gpu_device_;
+    }
+    device_ = DevicePath::create(*comm_, device);
+  }
   return *device_;
 }
 

@@ -38,11 +38,11 @@ std::size_t Handle::allgather_output_bytes() const {
   return state_->device_output ? state_->device_output_bytes : state_->allgather_output.size();
 }
 
-void Handle::copy_allgather_output(void* dst) const {
+void Handle::copy_allgather_output(void* dst, void* stream) const {
   wait();
   const HandleState& s = *state_;
   if (s.device_output) {
-    copy_device_to_device(dst, s.device_output.get(), s.device_output_bytes);
+    copy_device_to_device(dst, s.device_output.get(), s.device_output_bytes, stream);
   } else if (!s.allgather_output.empty()) {
     std::memcpy(dst, s.allgather_output.data(), s.allgather_output.size());
   }

@@ -235,8 +235,14 @@ Isa detect_isa() {
 
 template <class T>
 void divide_loop(T* p, std::size_t n, int divisor) {
-  const T d = static_cast<T>(divisor);
-  for (std::size_t i = 0; i < n; ++i) p[i] = static_cast<T>(p[i] / d);
+  if constexpr (std::is_integral_v<T>) {
+    // In 64 bits: a uint8 divisor would wrap to 0 at 256 ranks.
+    const long long d = divisor;
+    for (std::size_t i = 0; i < n; ++i) p[i] = static_cast<T>(static_cast<long long>(p[i]) / d);
+  } else {
+    const T d = static_cast<T>(divisor);
+    for (std::size_t i = 0; i < n; ++i) p[i] = static_cast<T>(p[i] / d);
+  }
 }
 
 }  // namespace

@@ -235,14 +235,16 @@ std::int64_t device_allgather_async(std::uintptr_t in, std::vector<std::int64_t>
 // caller can allocate) and copy_device_result() (which fills the caller's tensor).
 std::map<std::int64_t, engine::Handle> g_device_results;
 
-void copy_device_result(std::int64_t id, std::uintptr_t dst) {
+// dst == 0: drop the result (the caller could not allocate its tensor).
+void copy_device_result(std::int64_t id, std::uintptr_t dst, std::uintptr_t stream) {
   auto it = g_device_results.find(id);
   if (it == g_device_results.end())
     throw py::value_error("riseml: no device result for handle " + std::to_string(id));
   engine::Handle h = it->second;
   g_device_results.erase(it);
+  if (dst == 0) return;
   py::gil_scoped_release release;
-  h.copy_allgather_output(reinterpret_cast<void*>(dst));
+  h.copy_allgather_output(reinterpret_cast<void*>(dst), reinterpret_cast<void*>(stream));
 }
 
 Pending take(std::int64_t id) {
@@ -365,7 +367,8 @@ PYBIND11_MODULE(_riseml, m) {
         py::arg("root"), py::arg("name"));
   m.def("device_allgather_async", &device_allgather_async, py::arg("input"), py::arg("shape"),
         py::arg("dtype"), py::arg("device"), py::arg("stream"), py::arg("name"));
-  m.def("copy_device_result", &copy_device_result, py::arg("handle"), py::arg("output"));
+  m.def("copy_device_result", &copy_device_result, py::arg("handle"), py::arg("output"),
+        py::arg("stream") = 0);
   m.def("poll", &poll);
   m.attr("SUM") = static_cast<int>(ReduceOp::sum);
   m.attr("AVERAGE") = static_cast<int>(ReduceOp::average);

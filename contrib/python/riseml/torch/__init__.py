@@ -354,10 +354,16 @@ def synchronize(handle):
     if entry is None:
         return None
     output, cpu = entry[0], entry[1]
-    if isinstance(output, str) and output == "allgather-gpu":  # `gathered` is the shape; the rows are still on the GPU
-        result = _torch.empty(gathered, dtype=cpu.dtype, device=cpu.device)
-        _torch.cuda.current_stream(cpu.device).synchronize()  # the allocation is free to write
-        _riseml.copy_device_result(handle, result.data_ptr())
+    if isinstance(output, str) and output == "allgather-gpu":
+        # `gathered` is the shape; the rows wait in the engine's device buffer. The copy runs
+        # on torch's stream, after whatever made the allocation free.
+        try:
+            result = _torch.empty(gathered, dtype=cpu.dtype, device=cpu.device)
+        except BaseException:
+            _riseml.copy_device_result(handle, 0)  # drop it
+            raise
+        _riseml.copy_device_result(handle, result.data_ptr(),
+                                   _torch.cuda.current_stream(cpu.device).cuda_stream)
         return result
     if isinstance(output, str):  # allgather
         result = _torch.from_numpy(gathered)

@@ -62,9 +62,11 @@ class Handle {
 
   // allgather: the gathered bytes and their shape (first dimension summed over ranks). For
   // device tensors the bytes stay on the device: allgather_output() is empty, and
-  // copy_allgather_output(dst) copies them to `dst` on the same device.
+  // copy_allgather_output(dst, stream) copies them to `dst` on the same device, on `stream`
+  // (the cudaStream_t that allocated dst; nullptr: the legacy default stream), and returns
+  // when the copy is complete. Host results: a memcpy.
   const std::vector<std::byte>& allgather_output() const;
-  void copy_allgather_output(void* dst) const;
+  void copy_allgather_output(void* dst, void* stream = nullptr) const;
   std::size_t allgather_output_bytes() const;
   const std::vector<std::int64_t>& output_shape() const;
   // join: the last rank that joined.
