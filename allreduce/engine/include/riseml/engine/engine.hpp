@@ -95,7 +95,8 @@ class Engine {
   // already in flight, CollectiveError(aborted) once the engine has failed or shut down.
   Handle enqueue(Request request);
 
-  // Convenience wrappers around enqueue().
+  // Convenience wrappers around enqueue(), for host tensors (GPU tensors: enqueue a Request
+  // whose TensorArg::device names the CUDA device).
   Handle allreduce(std::string name, const void* input, void* output,
                    std::vector<std::int64_t> shape, DataType dtype, ReduceOp op,
                    double prescale = 1.0, double postscale = 1.0);
