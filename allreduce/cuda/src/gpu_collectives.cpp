@@ -1,7 +1,7 @@
 #include <riseml/cuda/gpu_collectives.hpp>
 #include <riseml/cuda/kernels.hpp>
 
-#include <unistd.h>
+#include "host_name.hpp"
 
 #include <algorithm>
 #include <array>
@@ -10,20 +10,6 @@
 #include <vector>
 
 namespace riseml::cuda {
-
-namespace {
-
-std::string host_name() {
-  char buf[256] = {};
-  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown host";
-  return buf;
-}
-
-}  // namespace
-
-std::string_view to_string(GpuAlgorithm a) {
-  return a == GpuAlgorithm::flat ? "nccl" : "hierarchical";
-}
 
 GpuOptions GpuOptions::from_environment() {
   GpuOptions o;
@@ -158,15 +144,6 @@ GpuCollectives::~GpuCollectives() {
 }
 
 int GpuCollectives::device() const { return state_->options.device; }
-GpuAlgorithm GpuCollectives::algorithm() const { return state_->options.algorithm; }
-
-std::string GpuCollectives::describe() const {
-  const State& s = *state_;
-  if (s.options.algorithm == GpuAlgorithm::flat)
-    return "flat NCCL over " + std::to_string(s.cpu.size()) + " ranks";
-  return "hierarchical: NCCL over " + std::to_string(s.layout.local_ranks.size()) +
-         " ranks per host, CPU ring across " + std::to_string(s.layout.hosts) + " hosts";
-}
 
 void GpuCollectives::allreduce(void* buffer, std::size_t count, DataType type, ReduceOp op,
                                cudaStream_t stream) {

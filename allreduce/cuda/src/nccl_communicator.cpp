@@ -1,7 +1,8 @@
 #include <riseml/cuda/nccl_communicator.hpp>
 
 #include <nccl.h>
-#include <unistd.h>
+
+#include "host_name.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -14,12 +15,6 @@ namespace riseml::cuda {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string host_name() {
-  char buf[256] = {};
-  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown host";
-  return buf;
-}
 
 ncclDataType_t to_nccl(DataType t) {
   switch (t) {

@@ -37,7 +37,6 @@ class DevicePath {
   static std::unique_ptr<DevicePath> create(Communicator& cpu, int device);
   virtual ~DevicePath() = default;
 
-  virtual std::string describe() const = 0;
   // One fused allreduce: the tensors are packed into a device fusion buffer (one tensor: in
   // place on its output), prescaled, reduced, postscaled and unpacked. Returns when done.
   virtual void allreduce(std::span<const DeviceTensor> tensors, DataType type, ReduceOp op,

@@ -71,10 +71,6 @@ class CudaDevicePath final : public DevicePath {
     if (work_) cudaStreamDestroy(work_);
   }
 
-  std::string describe() const override {
-    return gpu_->describe() + " on CUDA device " + std::to_string(device_);
-  }
-
   void allreduce(std::span<const DeviceTensor> tensors, DataType type, ReduceOp op,
                  double prescale, double postscale) override {
     check(cudaSetDevice(device_), "cudaSetDevice", device_);

@@ -708,6 +708,17 @@ DevicePath& EngineLoop::device_path(const Local* l) {
   return *device_;
 }
 
+DeviceTensor EngineLoop::device_tensor(const Local* l, std::size_t i, std::size_t count) {
+  DeviceTensor t;
+  t.count = count;
+  if (l) {
+    t.input = l->request.tensors[i].input;
+    t.output = l->request.tensors[i].output;
+    t.ready = &l->ready;
+  }
+  return t;
+}
+
 void EngineLoop::execute_fused_device(const std::vector<Global*>& bucket,
                                       Clock::time_point ready_at) {
   const TensorMeta& m = reference(*bucket.front());
@@ -722,15 +733,8 @@ void EngineLoop::execute_fused_device(const std::vector<Global*>& bucket,
     if (l && !first) first = l;
     const auto& shapes = reference(*g).shapes;
     for (std::size_t i = 0; i < shapes.size(); ++i) {
-      DeviceTensor t;
-      t.count = element_count(shapes[i]);
-      if (l) {
-        t.input = l->request.tensors[i].input;
-        t.output = l->request.tensors[i].output;
-        t.ready = &l->ready;
-      }
-      bytes += t.count * element_size(m.dtype);
-      tensors.push_back(t);
+      tensors.push_back(device_tensor(l, i, element_count(shapes[i])));
+      bytes += tensors.back().count * element_size(m.dtype);
     }
   }
   // One collective for the whole bucket on every rank, whatever this rank has of it.
@@ -746,13 +750,7 @@ void EngineLoop::execute_other_device(Global& g) {
   const TensorMeta& m = reference(g);
   Local* l = local(g.name);
   DevicePath& path = device_path(l);
-  DeviceTensor t;
-  t.count = element_count(m.shapes[0]);
-  if (l) {
-    t.input = l->request.tensors[0].input;
-    t.output = l->request.tensors[0].output;
-    t.ready = &l->ready;
-  }
+  const DeviceTensor t = device_tensor(l, 0, element_count(m.shapes[0]));
   if (m.kind == OpKind::broadcast) {
     path.broadcast(t, m.dtype, m.root);
     return;

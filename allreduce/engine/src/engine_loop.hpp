@@ -78,6 +78,8 @@ class EngineLoop {
   void execute_other(Global& g, Clock::time_point ready_at);
   void execute_fused_device(const std::vector<Global*>& bucket, Clock::time_point ready_at);
   void execute_other_device(Global& g);
+  // Tensor i of this rank's request `l`; a joined rank (l null) has no buffers.
+  static DeviceTensor device_tensor(const Local* l, std::size_t i, std::size_t count);
   // Built at the first device request every rank runs (collective, in the same cycle).
   DevicePath& device_path(const Local* l);
   void finish(Global& g, const std::optional<CollectiveError>& error);

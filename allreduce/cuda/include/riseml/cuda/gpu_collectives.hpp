@@ -36,8 +36,6 @@ struct GpuOptions {
   static GpuOptions from_environment();
 };
 
-std::string_view to_string(GpuAlgorithm a);
-
 // How the hierarchical allreduce cuts `count` elements over `local_size` ranks of a host: the
 // first local_size * shard elements are reduce-scattered (rank i of the host owns shard i);
 // the remaining (< local_size) elements are allreduced inside the host as a whole.
@@ -60,9 +58,6 @@ class GpuCollectives {
   GpuCollectives& operator=(const GpuCollectives&) = delete;
 
   int device() const;
-  GpuAlgorithm algorithm() const;
-  // "flat NCCL over 8 ranks" / "hierarchical: NCCL over 4 ranks per host, CPU ring across 2 hosts"
-  std::string describe() const;
 
   // In place on `count` elements at `buffer`. Average: the sum divided by the number of ranks
   // (integers: truncating), as the CPU communicator.
