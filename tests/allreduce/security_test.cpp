@@ -149,5 +149,80 @@ TEST(Security, ARankWithTheWrongSecretIsRefusedAndNobodyHangs) {
   }
 }
 
+// Strangers that connect during setup and stay silent, and a flood of connect-and-close:
+// every handshake runs at once with the others, so the peers are admitted as fast as without
+// them, and the log says how many were refused in a few lines.
+TEST(Security, HeldAndFloodingConnectionsDoNotStallSetup) {
+  std::vector<int> held;
+  std::mutex held_mutex;
+  std::atomic<int> flooded{0};
+  std::atomic<std::int64_t> flood_done{0};
+  std::thread flood;
+  auto factory = [&](std::shared_ptr<InMemoryRendezvousHub> hub, int r) {
+    auto rv = std::make_unique<HookedRendezvous>(hub, r);
+    HookedRendezvous* self = rv.get();
+    rv->after_fence = [&, self, r](int n) {
+      if (n != 2) return;  // the TCP addresses are published
+      const auto bytes = self->get(r, "riseml/tcp", 1s);
+      const std::string address(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+      // Ten silent connections held to this rank for the whole setup, then a flood.
+      for (int i = 0; i < 10; ++i) {
+        const int fd = connect_to(address);
+        ASSERT_GE(fd, 0);
+        std::lock_guard lock(held_mutex);
+        held.push_back(fd);
+      }
+      // The flood comes from its own thread, while rank 0 accepts; the other ranks connect
+      // once it is over, so the strangers are all there first.
+      if (r == 0) {
+        std::lock_guard lock(held_mutex);
+        flood = std::thread([&flooded, &flood_done, address] {
+          for (int i = 0; i < 1000; ++i) {
+            const int fd = connect_to(address);
+            if (fd >= 0) ::close(fd), ++flooded;
+          }
+          flood_done = std::chrono::steady_clock::now().time_since_epoch().count();
+        });
+      } else {
+        while (flood_done.load() == 0) std::this_thread::sleep_for(1ms);
+      }
+    };
+    return std::unique_ptr<Rendezvous>(std::move(rv));
+  };
+  // Capture this process's stderr to count the log lines.
+  std::FILE* log = std::tmpfile();
+  ASSERT_NE(log, nullptr);
+  std::fflush(stderr);
+  const int saved = ::dup(2);
+  ::dup2(::fileno(log), 2);
+  auto outcomes = test::run_ranks(3, [](int) { return tcp_options(20s); }, [](Communicator& comm) {
+    std::vector<float> v(4099, static_cast<float>(comm.rank() + 1));
+    comm.allreduce(v.data(), v.data(), v.size(), DataType::float32, ReduceOp::sum);
+    for (float x : v)
+      if (x != 6.0f) throw std::runtime_error("wrong result");
+  }, factory);
+  const auto took = std::chrono::steady_clock::now().time_since_epoch() -
+                    std::chrono::steady_clock::duration(flood_done.load());
+  if (flood.joinable()) flood.join();
+  std::fflush(stderr);
+  ::dup2(saved, 2);
+  ::close(saved);
+  for (int fd : held) ::close(fd);
+  for (auto& o : outcomes) EXPECT_TRUE(o.ok) << o.error;
+  // From the end of the flood to a finished allreduce: before, each silent connection held
+  // the acceptor for up to 5 s, one after the other.
+  EXPECT_LT(took, 3s);
+  EXPECT_EQ(flooded.load(), 1000);
+  std::rewind(log);
+  std::string text;
+  char buf[4096];
+  while (std::size_t n = std::fread(buf, 1, sizeof buf, log)) text.append(buf, n);
+  std::fclose(log);
+  int lines = 0;
+  for (char c : text) lines += c == '\n';
+  EXPECT_LE(lines, 3 * 5) << text;  // a few per rank, whatever the number of strangers
+  EXPECT_NE(text.find("more connection(s)"), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace riseml

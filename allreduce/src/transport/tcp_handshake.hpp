@@ -28,9 +28,38 @@ struct Hello {
 void handshake_as_connector(int fd, const std::vector<std::byte>& secret, const Hello& hello,
                             const std::string& peer_name, Deadline deadline);
 
-// Acceptor side: returns the authenticated hello; throws CollectiveError(authentication) for a
-// connection that does not prove it knows the secret (the caller logs it and drops it).
-Hello handshake_as_acceptor(int fd, const std::vector<std::byte>& secret, int my_rank,
-                            Deadline deadline);
+// Acceptor side, one connection among many: advanced without blocking whenever its socket is
+// ready, so a stranger that connects and stays silent holds up nobody but itself.
+class AcceptorHandshake {
+ public:
+  AcceptorHandshake(Fd fd, const std::vector<std::byte>& secret, int my_rank, Deadline deadline);
+
+  // Moves as far as the socket allows. True once the peer proved it knows the secret (then
+  // hello() says who it claims to be and release() hands over the connection). Throws
+  // CollectiveError(authentication) for a connection that fails the handshake or closes.
+  bool advance();
+  int fd() const { return fd_.get(); }
+  short events() const;  // what to poll for next
+  Deadline deadline() const { return deadline_; }
+  const std::string& from() const { return from_; }  // "a.b.c.d:port"
+  const Hello& hello() const { return hello_; }
+  Fd release() { return std::move(fd_); }
+
+ private:
+  enum class State { read_hello, write_challenge, read_proof, write_ok, done };
+  bool transfer(bool reading, std::size_t want);  // true once `want` bytes moved
+  [[noreturn]] void refuse(const std::string& why) const;
+
+  Fd fd_;
+  const std::vector<std::byte>& secret_;
+  int my_rank_;
+  Deadline deadline_;
+  std::string from_;
+  State state_ = State::read_hello;
+  Hello hello_{};
+  unsigned char buffer_[64] = {};
+  std::size_t moved_ = 0;
+  unsigned char their_nonce_[32] = {}, my_nonce_[32] = {};
+};
 
 }  // namespace riseml

@@ -1,10 +1,15 @@
 // The TCP transport between two ranks: non-blocking sockets that send and receive at once,
 // large kernel buffers, and optionally several connections per peer (RISEML_TCP_CONNECTIONS)
 // with each message split across them. Every message is one frame per connection: a header
-// (tag, sizes) then the bytes. Received bytes go straight to the destination when the caller
-// only copies, else through a staging buffer handed to the sink segment by segment.
+// (tag, sizes), the bytes, then a trailer that says whether the bytes are the sender's real
+// data or padding written to get out of a frame it abandoned. A receive completes only on a
+// "complete" trailer, and the last byte of a frame is not released for forwarding before it, so
+// padding can never pass for data, here or further down a pipeline. Received bytes go
+// straight to the destination when the caller only copies, else through a staging buffer handed
+// to the sink segment by segment.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -40,21 +45,36 @@ class TcpLink : public Link {
     std::uint64_t reserved;
   };
   static_assert(sizeof(FrameHeader) == 64);
+  struct FrameTrailer {
+    std::uint32_t magic;
+    std::uint32_t status;  // 1: the bytes are real, 2: abandoned (padding; an abort frame follows)
+  };
+  static_assert(sizeof(FrameTrailer) == 8);
 
  private:
   struct SendPart {
     FrameHeader header{};
-    std::size_t header_sent = 0, sent = 0;
+    FrameTrailer trailer{};
+    std::size_t header_sent = 0, sent = 0, trailer_sent = 0;
+    bool done() const {
+      return header_sent == sizeof header && sent == header.part_bytes &&
+             trailer_sent == sizeof trailer;
+    }
   };
   struct RecvPart {
     FrameHeader header{};
-    std::size_t header_got = 0, got = 0, delivered = 0;
+    FrameTrailer trailer{};
+    std::size_t header_got = 0, got = 0, delivered = 0, trailer_got = 0;
     std::size_t lo = 0, hi = 0;
+    bool complete() const { return trailer_got == sizeof trailer; }  // and checked
   };
   void part_range(std::size_t bytes, std::size_t p, std::size_t& lo, std::size_t& hi) const;
-  [[noreturn]] void fail_io(const char* what, int err);
-  bool salvage_abort_reason(std::string& reason);
-  void read_abort_reason(std::size_t conn, const FrameHeader& h);
+  [[noreturn]] void fail_io(const char* what, int err, std::size_t conn);
+  bool salvage_abort_reason(std::size_t conn, std::string& reason,
+                            std::chrono::steady_clock::time_point deadline);
+  [[noreturn]] void read_abort_reason(std::size_t conn, const FrameHeader* header);
+  void check_header(std::size_t conn);
+  void check_trailer(std::size_t conn);
 
   std::vector<Fd> fds_;
   int peer_;

@@ -14,12 +14,18 @@
 #include <thread>
 
 #include "tcp_handshake.hpp"
+#include "refusal_log.hpp"
 #include "tcp_link.hpp"
 #include "tcp_socket.hpp"
 
 namespace riseml {
 
 namespace {
+
+// A peer's handshake takes milliseconds; a stranger gets this long to prove itself.
+constexpr auto kHandshakeTime = std::chrono::seconds(5);
+// Handshakes in progress at once; beyond this the oldest is dropped.
+constexpr std::size_t kMaxHandshakes = 64;
 
 [[noreturn]] void throw_setup(const std::string& what) {
   throw CollectiveError(ErrorKind::setup, what + ": " + std::strerror(errno));
@@ -109,49 +115,24 @@ std::vector<std::unique_ptr<Link>> TcpMesh::connect(const std::vector<int>& peer
       expected += static_cast<std::size_t>(k);
       continue;
     }
+    const std::string& name = names[static_cast<std::size_t>(p)];
     for (int c = 0; c < k; ++c) {
-      Fd fd = connect_to(addresses[static_cast<std::size_t>(p)], names[static_cast<std::size_t>(p)], deadline);
-      handshake_as_connector(fd.get(), secret_, Hello{rank_, p, c}, names[static_cast<std::size_t>(p)],
-                             deadline);
-      conns[static_cast<std::size_t>(p)][static_cast<std::size_t>(c)] = std::move(fd);
+      for (;;) {
+        Fd fd = connect_to(addresses[static_cast<std::size_t>(p)], name, deadline);
+        try {
+          handshake_as_connector(fd.get(), secret_, Hello{rank_, p, c}, name, deadline);
+          conns[static_cast<std::size_t>(p)][static_cast<std::size_t>(c)] = std::move(fd);
+          break;
+        } catch (const CollectiveError& e) {
+          // The acceptor dropped the connection (its room for handshakes was full of
+          // strangers): try again. A failed proof is final.
+          if (e.kind() != ErrorKind::setup || std::chrono::steady_clock::now() >= deadline) throw;
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+      }
     }
   }
-  while (expected > 0) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
-      std::string missing;
-      for (int p : peers)
-        if (p > rank_ && !conns[static_cast<std::size_t>(p)][0]) missing += " " + names[static_cast<std::size_t>(p)];
-      throw CollectiveError(ErrorKind::timeout,
-                            "rank " + std::to_string(rank_) + ": no authenticated connection from" +
-                                missing + " within the timeout");
-    }
-    pollfd pfd{listen_fd_, POLLIN, 0};
-    if (::poll(&pfd, 1, static_cast<int>(std::min<long long>(left.count(), 100))) <= 0) continue;
-    Fd fd(::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC));
-    if (!fd) continue;
-    tune_socket(fd.get());
-    try {
-      // A stranger gets a few seconds to prove itself, never the whole setup time.
-      const Deadline until = std::min(deadline, std::chrono::steady_clock::now() + std::chrono::seconds(5));
-      const Hello h = handshake_as_acceptor(fd.get(), secret_, rank_, until);
-      const bool known = h.from_rank > rank_ && static_cast<std::size_t>(h.from_rank) < size &&
-                         h.connection >= 0 && h.connection < k &&
-                         std::find(peers.begin(), peers.end(), h.from_rank) != peers.end();
-      if (!known || conns[static_cast<std::size_t>(h.from_rank)][static_cast<std::size_t>(h.connection)])
-        throw CollectiveError(ErrorKind::authentication,
-                              "an authenticated connection claims rank " +
-                                  std::to_string(h.from_rank) + " connection " +
-                                  std::to_string(h.connection) + ", which is not expected here");
-      conns[static_cast<std::size_t>(h.from_rank)][static_cast<std::size_t>(h.connection)] = std::move(fd);
-      --expected;
-    } catch (const CollectiveError& e) {
-      if (e.kind() != ErrorKind::authentication && e.kind() != ErrorKind::setup) throw;
-      // Refused and logged; its bytes are never used.
-      std::fprintf(stderr, "riseml: rank %d refused a connection: %s\n", rank_, e.what());
-    }
-  }
+  accept_peers(peers, names, expected, conns, deadline);
   ::close(listen_fd_);
   listen_fd_ = -1;
 
@@ -160,6 +141,102 @@ std::vector<std::unique_ptr<Link>> TcpMesh::connect(const std::vector<int>& peer
     links[static_cast<std::size_t>(p)] = std::make_unique<TcpLink>(
         std::move(conns[static_cast<std::size_t>(p)]), p, names[static_cast<std::size_t>(p)]);
   return links;
+}
+
+void TcpMesh::accept_peers(const std::vector<int>& peers, const std::vector<std::string>& names,
+                           std::size_t expected, std::vector<std::vector<Fd>>& conns,
+                           Deadline deadline) {
+  const int k = options_.tcp_connections;
+  const std::size_t size = names.size();
+  RefusalLog refusals(rank_);
+  // Every connection runs its handshake at once with the others and gets a few seconds of its
+  // own, never the whole setup time; when too many are open, the oldest is dropped (a peer
+  // whose handshake is dropped connects again).
+  std::vector<std::unique_ptr<AcceptorHandshake>> pending;
+  std::vector<pollfd> fds;
+  while (expected > 0) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) {
+      std::string missing;
+      for (int p : peers)
+        for (int c = 0; c < k; ++c)
+          if (p > rank_ && !conns[static_cast<std::size_t>(p)][static_cast<std::size_t>(c)]) {
+            missing += " " + names[static_cast<std::size_t>(p)];
+            break;
+          }
+      std::string strangers;
+      if (refusals.total() > 0)
+        strangers = " (" + std::to_string(refusals.total()) +
+                    " other connection(s) were refused meanwhile)";
+      throw CollectiveError(ErrorKind::timeout, "rank " + std::to_string(rank_) +
+                                                    ": no authenticated connection from" +
+                                                    missing + " within the timeout" + strangers);
+    }
+    std::erase_if(pending, [&](const auto& h) {
+      if (h->deadline() > now) return false;
+      refusals.refused("a connection from " + h->from() +
+                       " did not finish its handshake in time");
+      return true;
+    });
+    Deadline wake = std::min(deadline, now + std::chrono::milliseconds(100));
+    fds.assign(1, pollfd{listen_fd_, POLLIN, 0});
+    for (const auto& h : pending) {
+      fds.push_back(pollfd{h->fd(), h->events(), 0});
+      wake = std::min(wake, h->deadline());
+    }
+    const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(wake - now).count();
+    if (::poll(fds.data(), fds.size(), static_cast<int>(std::max<long long>(0, wait))) <= 0)
+      continue;
+    // Handshakes first (the new connections are appended after them).
+    std::vector<std::unique_ptr<AcceptorHandshake>> still;
+    for (std::size_t i = 0; i < pending.size(); ++i) {
+      auto& h = pending[i];
+      if (fds[i + 1].revents == 0) {
+        still.push_back(std::move(h));
+        continue;
+      }
+      try {
+        if (!h->advance()) {
+          still.push_back(std::move(h));
+          continue;
+        }
+        const Hello& hello = h->hello();
+        const bool known = hello.from_rank > rank_ && static_cast<std::size_t>(hello.from_rank) < size &&
+                           hello.connection >= 0 && hello.connection < k &&
+                           std::find(peers.begin(), peers.end(), hello.from_rank) != peers.end();
+        Fd* slot = known ? &conns[static_cast<std::size_t>(hello.from_rank)]
+                                 [static_cast<std::size_t>(hello.connection)]
+                         : nullptr;
+        if (!slot || *slot)
+          throw CollectiveError(ErrorKind::authentication,
+                                "an authenticated connection from " + h->from() + " claims rank " +
+                                    std::to_string(hello.from_rank) + " connection " +
+                                    std::to_string(hello.connection) +
+                                    ", which is not expected here");
+        *slot = h->release();
+        --expected;
+      } catch (const CollectiveError& e) {
+        if (e.kind() != ErrorKind::authentication) throw;
+        refusals.refused(e.what());  // its bytes are never used
+      }
+    }
+    pending = std::move(still);
+    if (fds[0].revents != 0) {
+      for (;;) {
+        Fd fd(::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC));
+        if (!fd) break;
+        tune_socket(fd.get());
+        if (pending.size() >= kMaxHandshakes) {
+          refusals.refused("a connection from " + pending.front()->from() +
+                           " was dropped unfinished to make room for newer ones");
+          pending.erase(pending.begin());
+        }
+        const Deadline until =
+            std::min(deadline, std::chrono::steady_clock::now() + kHandshakeTime);
+        pending.push_back(std::make_unique<AcceptorHandshake>(std::move(fd), secret_, rank_, until));
+      }
+    }
+  }
 }
 
 }  // namespace riseml

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "link.hpp"
+#include "tcp_socket.hpp"
 
 namespace riseml {
 
@@ -31,6 +32,10 @@ class TcpMesh {
                                              std::chrono::steady_clock::time_point deadline);
 
  private:
+  void accept_peers(const std::vector<int>& peers, const std::vector<std::string>& names,
+                    std::size_t expected, std::vector<std::vector<Fd>>& conns,
+                    std::chrono::steady_clock::time_point deadline);
+
   CommunicatorOptions options_;
   int rank_;
   std::vector<std::byte> secret_;
