@@ -39,12 +39,17 @@ stage_sanitize() {
 }
 
 stage_fuzz() {
-  # Only the parser's fuzz target: clang builds the translator alone.
+  # The fuzz targets only (clang): the riseml.yml/site parsers, and topology loading (through
+  # riseml-topology) + planning. RISEML_FUZZ_SECONDS (default 60) is shared between the two.
+  local seconds=${RISEML_FUZZ_SECONDS:-60} rc=0
+  local half=$(((seconds + 1) / 2))
   CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DRISEML_WERROR=ON -DRISEML_FUZZ=ON \
-    -DRISEML_TESTS=OFF -DRISEML_COMPONENTS="allreduce;translator" -DCMAKE_BUILD_TYPE=Debug \
+    -DRISEML_TESTS=OFF -DRISEML_COMPONENTS="allreduce;translator;spank_plugin" -DCMAKE_BUILD_TYPE=Debug \
     >/dev/null &&
-    cmake --build build-fuzz -j "$jobs" --target riseml-fuzz-parser &&
-    bash tests/fuzz/run.sh build-fuzz "${RISEML_FUZZ_SECONDS:-60}"
+    cmake --build build-fuzz -j "$jobs" --target riseml-fuzz-parser riseml-fuzz-topology || return 1
+  bash tests/fuzz/run.sh build-fuzz "$half" parser || rc=1
+  bash tests/fuzz/run.sh build-fuzz "$half" topology || rc=1
+  return $rc
 }
 
 stage_e2e() {

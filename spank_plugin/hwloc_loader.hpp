@@ -1,4 +1,6 @@
 // Reads a node's topology with hwloc (this node, or an exported XML file) into a NodeTopology.
+// hwloc 2.9 can crash on a malformed XML, so only the riseml-topology helper process (and the
+// tests, on known-good files) call this; the plugin and riseml-plan use read_topology.hpp.
 #pragma once
 
 #include <string>

@@ -1,5 +1,6 @@
-// The node as the planner sees it: a plain description extracted from hwloc (hwloc_loader.cpp),
-// so the planner is pure and its tests need no hwloc objects.
+// The node as the planner sees it: a plain description extracted from hwloc (hwloc_loader.cpp,
+// run only in the riseml-topology helper process) and passed on as text (topology_text.hpp), so
+// the planner is pure and its tests need no hwloc objects.
 #pragma once
 
 #include <cstdint>
@@ -19,11 +20,13 @@ enum class GpuVendor { nvidia, amd };
 struct Core {
   std::vector<unsigned> pus;  // OS cpu numbers, in logical order
   TreePath path;              // ends with the core
+  bool operator==(const Core&) const = default;
 };
 
 struct NumaNode {
   unsigned os_index = 0;
   std::vector<unsigned> pus;  // OS cpu numbers
+  bool operator==(const NumaNode&) const = default;
 };
 
 struct Gpu {
@@ -34,6 +37,7 @@ struct Gpu {
   std::vector<unsigned> local_pus;  // cpuset of the nearest non-I/O ancestor
   unsigned locality_order = 0;      // logical index of the first local PU (sort key)
   TreePath path;                    // ends with the PCI device
+  bool operator==(const Gpu&) const = default;
 };
 
 struct Nic {  // an OpenFabrics device (mlx5_0, hfi1_0)
@@ -42,6 +46,7 @@ struct Nic {  // an OpenFabrics device (mlx5_0, hfi1_0)
   std::vector<unsigned> active_ports;  // ports in state ACTIVE; empty: unknown
   std::vector<std::string> netdevs;    // network interfaces of the same PCI function (ib0)
   TreePath path;
+  bool operator==(const Nic&) const = default;
 };
 
 struct NetInterface {  // a network OS device: eth0, ib0, ens1f0
@@ -49,6 +54,7 @@ struct NetInterface {  // a network OS device: eth0, ib0, ens1f0
   bool ipoib = false;  // on the PCI function of an OpenFabrics device, or named ib*
   double link_speed = 0;  // of its PCI device, GB/s as hwloc reports it; 0: unknown
   TreePath path;
+  bool operator==(const NetInterface&) const = default;
 };
 
 struct NodeTopology {
@@ -58,6 +64,7 @@ struct NodeTopology {
   std::vector<Gpu> gpus;          // PCI bus id order: Slurm's GPU index i is gpus[i]
   std::vector<Nic> nics;          // name order
   std::vector<NetInterface> netifs;
+  bool operator==(const NodeTopology&) const = default;
 };
 
 }  // namespace riseml::placement

@@ -1,6 +1,7 @@
 #include "plugin_config.hpp"
 
 #include <algorithm>
+#include <charconv>
 
 #include "cpu_list.hpp"
 
@@ -51,6 +52,9 @@ bool parse_bind(std::string_view value, BindRequest& out, std::string& error) {
 }
 
 namespace {
+
+// A step waits this long at most for its topology; longer is a misconfiguration.
+constexpr unsigned max_topology_timeout_s = 600;
 
 bool parse_names(const std::string& key, const std::string& value, std::vector<std::string>& out,
                  std::string& error) {
@@ -148,9 +152,34 @@ bool parse_plugin_config(const std::vector<std::string>& args, PluginConfig& out
         error = "membind=" + value + ": use bind, prefer or none";
         return false;
       }
+    } else if (key == "topology_helper") {
+      if (value.empty() || value.front() != '/') {
+        error = "topology_helper=" + value + ": give the absolute path of riseml-topology";
+        return false;
+      }
+      c.topology_helper = value;
+    } else if (key == "topology_timeout") {
+      unsigned seconds = 0;
+      const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), seconds);
+      if (value.empty() || ec != std::errc() || end != value.data() + value.size() || seconds < 1 ||
+          seconds > max_topology_timeout_s) {
+        error = "topology_timeout=" + value + ": give whole seconds, 1 to " + std::to_string(max_topology_timeout_s);
+        return false;
+      }
+      c.topology_timeout_s = seconds;
+    } else if (key == "topology_cache") {
+      if (value == "none") {
+        c.topology_cache.clear();
+      } else if (value.empty() || value.front() != '/') {
+        error = "topology_cache=" + value + ": give an absolute folder (the default is /tmp), or none";
+        return false;
+      } else {
+        c.topology_cache = value;
+      }
     } else {
       error = "unknown plugstack.conf argument '" + arg +
-              "'; known: default, topology, nic_include, nic_exclude, env, gpu_ids, on_error, membind";
+              "'; known: default, topology, nic_include, nic_exclude, env, gpu_ids, on_error, membind, "
+              "topology_helper, topology_timeout, topology_cache";
       return false;
     }
   }

@@ -24,6 +24,10 @@ struct PluginConfig {
   placement::PlanOptions plan;
   OnError on_error = OnError::fail;
   MemBind membind = MemBind::bind;
+  // The riseml-topology helper that reads the topology in its own process (read_topology.hpp).
+  std::string topology_helper;          // absolute path; empty: beside the plugin, else installed
+  unsigned topology_timeout_s = 30;     // then the helper is killed and placement fails
+  std::string topology_cache = "/tmp";  // folder for the per-user cache; empty: no cache
 };
 
 // "auto", "none", "verbose", "env", "auto,verbose", "env,verbose". Returns false with a message

@@ -1,18 +1,32 @@
 // riseml-plan: runs the placement planner outside Slurm, so an admin sees what spank_riseml.so
-// would do on a node (or on an exported topology).
+// would do on a node (or on an exported topology). Like the plugin it lets the riseml-topology
+// helper read the topology, so a malformed XML that crashes hwloc gives a message, not a crash.
 #include <CLI/CLI.hpp>
 
+#include <chrono>
 #include <cstdio>
 #include <exception>
+#include <filesystem>
 #include <iostream>
 
 #include "cpu_list.hpp"
-#include "hwloc_loader.hpp"
 #include "plan_format.hpp"
 #include "planner.hpp"
 #include "plugin_config.hpp"
+#include "read_topology.hpp"
 
 namespace pl = riseml::placement;
+
+namespace {
+
+// The folder of this executable: in a build tree riseml-topology lies beside it.
+std::string own_folder() {
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string() : exe.parent_path().string();
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"riseml-plan: what spank_riseml.so (--riseml-bind=auto) does with each local task"};
@@ -37,9 +51,16 @@ int main(int argc, char** argv) {
       return 2;
     }
     if (topology_file.empty()) topology_file = config.topology;
+    pl::TopologySource source;
+    // The helper runs in /, so it gets an absolute path (messages name it that way too).
+    if (!topology_file.empty()) source.xml_path = std::filesystem::absolute(topology_file).lexically_normal().string();
+    source.helper.helper = pl::choose_topology_helper(config.topology_helper, own_folder());
+    source.helper.timeout = std::chrono::seconds(config.topology_timeout_s);
     pl::NodeTopology topology;
-    if (!pl::load_topology(topology_file, topology, error)) {
-      std::cerr << "riseml-plan: " << error << "\n";
+    pl::TopologyProblem problem;
+    std::vector<std::string> notes;  // no cache here: riseml-plan always reads afresh
+    if (!pl::read_topology(source, topology, problem, notes)) {
+      std::cerr << "riseml-plan: " << problem.what << "; " << problem.fix << "\n";
       return 1;
     }
     pl::StepFacts facts;

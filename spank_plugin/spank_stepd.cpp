@@ -1,11 +1,14 @@
 #include "spank_stepd.hpp"
 
+#include <dlfcn.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <string>
+#include <vector>
 
 #include "cpu_list.hpp"
-#include "hwloc_loader.hpp"
+#include "read_topology.hpp"
 #include "spank_state.hpp"
 #include "task_binding.hpp"
 
@@ -68,6 +71,31 @@ bool step_gpus(spank_t sp, const placement::NodeTopology& topology, placement::S
   return true;
 }
 
+// The folder spank_riseml.so was loaded from: in a build tree riseml-topology lies beside it.
+std::string plugin_folder() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&stepd_user_init), &info) == 0 || info.dli_fname == nullptr ||
+      info.dli_fname[0] != '/') {
+    return {};
+  }
+  const std::string path = info.dli_fname;
+  return path.substr(0, path.rfind('/'));
+}
+
+// The topology is read by the riseml-topology helper, never in slurmstepd: hwloc may crash or
+// hang on a malformed XML, and that must end the helper, not the step's daemon.
+bool step_topology(const PluginConfig& config, placement::NodeTopology& topology, placement::TopologyProblem& problem) {
+  placement::TopologySource source;
+  source.xml_path = config.topology;
+  source.helper.helper = placement::choose_topology_helper(config.topology_helper, plugin_folder());
+  source.helper.timeout = std::chrono::seconds(config.topology_timeout_s);
+  source.cache_base = config.topology_cache;
+  std::vector<std::string> notes;
+  const bool ok = placement::read_topology(source, topology, problem, notes);
+  for (const auto& note : notes) slurm_debug("riseml: %s", note.c_str());
+  return ok;
+}
+
 }  // namespace
 
 int stepd_init_post_opt(spank_t /*sp*/) {
@@ -95,13 +123,9 @@ int stepd_user_init(spank_t sp) {
   if (!facts.cpus) return fail_or_warn("sched_getaffinity failed", "this is a system problem");
 
   placement::NodeTopology topology;
+  placement::TopologyProblem problem;
+  if (!step_topology(s.config, topology, problem)) return fail_or_warn(problem.what, problem.fix.c_str());
   std::string error;
-  if (!placement::load_topology(s.config.topology, topology, error)) {
-    return fail_or_warn(error, s.config.topology.empty()
-                                   ? "check that hwloc works on this node (lstopo), or set topology= in plugstack.conf"
-                                   : "fix topology= in plugstack.conf (a file readable by every user), or run "
-                                     "with --riseml-bind=none");
-  }
   if (!step_gpus(sp, topology, facts, error)) {
     return fail_or_warn(error, "unset it or run with --riseml-bind=none");
   }

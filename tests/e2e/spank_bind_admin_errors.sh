@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Admin-side failures, with the plugin listed as `required` (as the installed snippet does): an
 # unreadable topology= fails the step with a message naming the plugin, the file and the fix
-# (on_error=warn runs it unbound instead); an unknown plugstack.conf argument fails srun. slurmd
-# stays up. srun and slurmstepd read plugstack.conf at every step, so the test rewrites it for
+# (on_error=warn runs it unbound instead); a topology that crashes hwloc's XML import (issue 11)
+# is read in the helper, never in slurmstepd: the step fails at once with the riseml message, or
+# runs unbound with on_error=warn or `optional`; an unknown plugstack.conf argument fails srun.
+# slurmd stays up. srun and slurmstepd read plugstack.conf at every step, so the test rewrites it for
 # its own steps and puts the testbed's back (also on failure).
 # shellcheck source-path=SCRIPTDIR source=common.sh
 . "$(dirname "$0")/common.sh"
@@ -31,6 +33,25 @@ out=$(step --riseml-bind=auto -n1 --time=1 sh -c 'echo "ran rank=${RISEML_LOCAL_
 grep -q '^ran rank=unset$' <<<"$out" || fail "on_error=warn: want the step to run unbound, got:"$'\n'"$out"
 grep -q 'Continuing without --riseml-bind (on_error=warn)' <<<"$out" || fail "on_error=warn: no warning:"$'\n'"$out"
 
+# The exact XML that segfaulted hwloc 2.9 inside slurmstepd: a PU without nodeset attributes.
+crash_xml=$(cd "$(dirname "$0")/../spank_plugin/bad_topologies" && pwd)/pu-without-nodeset.xml
+use "required $so topology=$crash_xml"
+start=$SECONDS
+out=$(step --riseml-bind=auto -n1 --time=1 echo ran)
+took=$((SECONDS - start))
+grep -q '^ran$' <<<"$out" && fail "the step ran with a topology that crashes hwloc:"$'\n'"$out"
+grep -q "riseml: hwloc crashed reading $crash_xml (signal 11" <<<"$out" ||
+  fail "want the riseml message naming the crash and the file, got:"$'\n'"$out"
+grep -q 'io error with slurmstepd' <<<"$out" && fail "slurmstepd crashed:"$'\n'"$out"
+[ "$took" -lt 20 ] || fail "the failing step took ${took} s (slurmstepd crashed before: 6-92 s)"
+use "required $so topology=$crash_xml on_error=warn"
+# shellcheck disable=SC2016 # expanded in the task
+out=$(step --riseml-bind=auto -n1 --time=1 sh -c 'echo "ran rank=${RISEML_LOCAL_RANK:-unset}"')
+grep -q '^ran rank=unset$' <<<"$out" || fail "crashing topology, on_error=warn: want the step to run unbound, got:"$'\n'"$out"
+use "optional $so topology=$crash_xml"
+out=$(step --riseml-bind=auto -n1 --time=1 echo ran)
+grep -q '^ran$' <<<"$out" || fail "crashing topology, optional: want the step to run, got:"$'\n'"$out"
+
 use "required $so colour=blue"
 rc=0
 out=$(timeout 60 srun -n1 --time=1 echo ran 2>&1) || rc=$?
@@ -44,4 +65,4 @@ out=$(run_bounded srun -N"${#testbed_nodes[@]}" --time=1 echo still-up)
 if sinfo -h -N -p debug -o '%N %T' | grep -qiE 'down|drain|fail|not_responding|\*'; then
   fail "a node is unhealthy: $(sinfo -h -N -p debug -o '%N %T' | tr '\n' ' ')"
 fi
-ok "unreadable topology fails the step (or warns), unknown argument fails srun, slurmd up"
+ok "unreadable or hwloc-crashing topology fails the step (or warns), unknown argument fails srun, slurmd up"

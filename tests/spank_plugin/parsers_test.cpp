@@ -67,6 +67,20 @@ TEST(PluginConfig, KnownKeys) {
   ASSERT_TRUE(spank::parse_plugin_config({}, d, error));
   EXPECT_EQ(d.default_bind.mode, spank::BindRequest::Mode::none);
   EXPECT_EQ(d.on_error, spank::OnError::fail);
+  EXPECT_EQ(d.topology_helper, "");
+  EXPECT_EQ(d.topology_timeout_s, 30u);
+  EXPECT_EQ(d.topology_cache, "/tmp");
+  spank::PluginConfig h;
+  ASSERT_TRUE(spank::parse_plugin_config({"topology_helper=/opt/riseml/libexec/riseml-topology", "topology_timeout=600",
+                                          "topology_cache=/var/cache/riseml"},
+                                         h, error))
+      << error;
+  EXPECT_EQ(h.topology_helper, "/opt/riseml/libexec/riseml-topology");
+  EXPECT_EQ(h.topology_timeout_s, 600u);
+  EXPECT_EQ(h.topology_cache, "/var/cache/riseml");
+  ASSERT_TRUE(spank::parse_plugin_config({"topology_timeout=1", "topology_cache=none"}, h, error)) << error;
+  EXPECT_EQ(h.topology_timeout_s, 1u);
+  EXPECT_EQ(h.topology_cache, "");
 }
 
 TEST(PluginConfig, UnknownOrBadArgumentsAreErrors) {
@@ -82,7 +96,11 @@ TEST(PluginConfig, UnknownOrBadArgumentsAreErrors) {
                                          {"nic_exclude=", "comma-separated list"},
                                          {"on_error=ignore", "use fail or warn"},
                                          {"membind=interleave", "use bind, prefer or none"},
-                                         {"gpu_ids=serial", "use auto, uuid or index"}}) {
+                                         {"gpu_ids=serial", "use auto, uuid or index"},
+                                         {"topology_helper=", "absolute path of riseml-topology"},
+                                         {"topology_timeout=-1", "whole seconds, 1 to 600"},
+                                         {"topology_timeout=99999999999", "whole seconds, 1 to 600"},
+                                         {"topology_cache=", "an absolute folder"}}) {
     spank::PluginConfig cfg;
     std::string error;
     EXPECT_FALSE(spank::parse_plugin_config({c.arg}, cfg, error)) << c.arg;
@@ -111,7 +129,8 @@ TEST(Parsers, SurviveRandomInput) {
     std::string error;
     (void)spank::parse_bind(s, r, error);
     spank::PluginConfig c;
-    (void)spank::parse_plugin_config({s, "env=" + s, "default=" + s, "nic_exclude=" + s}, c, error);
+    (void)spank::parse_plugin_config({s, "env=" + s, "default=" + s, "nic_exclude=" + s, "topology_timeout=" + s}, c,
+                                     error);
   }
   const std::string huge(1 << 20, '9');
   EXPECT_FALSE(placement::parse_number_list(huge));

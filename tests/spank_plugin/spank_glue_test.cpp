@@ -6,11 +6,14 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include "cpu_list.hpp"
 #include "fake_spank.hpp"
+#include "scratch_folder.hpp"
 
 extern "C" {
 int slurm_spank_init(spank_t sp, int argc, char** argv);
@@ -24,6 +27,7 @@ namespace riseml::spank::test {
 namespace {
 
 const std::string fixture = RISEML_FIXTURE_TOPOLOGY;
+const std::string helper = RISEML_TOPOLOGY_HELPER;
 
 bool contains(const std::vector<std::string>& lines, const std::string& part) {
   for (const auto& l : lines) {
@@ -37,7 +41,16 @@ class SpankGlue : public ::testing::Test {
   void SetUp() override { reset_fake(); }
   void TearDown() override { slurm_spank_exit(nullptr, 0, nullptr); }
 
+  // The build's riseml-topology and a cache of this test's own, unless the test names others.
   int init(std::vector<std::string> args) {
+    auto given = [&](const std::string& key) {
+      for (const auto& a : args) {
+        if (a.rfind(key + "=", 0) == 0) return true;
+      }
+      return false;
+    };
+    if (!given("topology_helper")) args.push_back("topology_helper=" + helper);
+    if (!given("topology_cache")) args.push_back("topology_cache=" + scratch_.path());
     args_ = std::move(args);
     argv_.clear();
     for (auto& a : args_) argv_.push_back(a.data());
@@ -71,6 +84,16 @@ class SpankGlue : public ::testing::Test {
     return env;
   }
 
+  // A step with `args` and --riseml-bind=auto on one task; user_init's return value.
+  int step_with(const std::vector<std::string>& args) {
+    slurm_spank_exit(nullptr, 0, nullptr);
+    reset_fake();
+    EXPECT_EQ(init(args), 0) << (fake().errors.empty() ? "" : fake().errors.back());
+    EXPECT_EQ(option("auto"), 0);
+    return start_step(1);
+  }
+
+  placement::test::ScratchFolder scratch_;
   std::vector<std::string> args_;
   std::vector<char*> argv_;
 };
@@ -178,6 +201,93 @@ TEST_F(SpankGlue, UnreadableTopologyFailsOrWarnsByAdminChoice) {
   int rc = -1;
   EXPECT_EQ(task(0, &rc).count("RISEML_LOCAL_RANK"), 0u);
   EXPECT_EQ(rc, 0);
+}
+
+TEST_F(SpankGlue, TopologyThatCrashesHwlocFailsOrWarnsButNeverCrashesSlurmstepd) {
+  // The XML of issue 11: hwloc 2.9 segfaults on it. Before riseml-topology it did so in here.
+  const std::string bad = std::string(RISEML_BAD_TOPOLOGY_DIR) + "/pu-without-nodeset.xml";
+  EXPECT_EQ(step_with({"topology=" + bad}), -1);
+  ASSERT_EQ(fake().errors.size(), 1u);
+  const std::string& e = fake().errors[0];
+  EXPECT_TRUE(e.rfind("riseml: hwloc crashed reading " + bad, 0) == 0 || e.rfind("riseml: hwloc could not load " + bad, 0) == 0 ||
+              e.rfind("riseml: hwloc cannot use " + bad, 0) == 0)
+      << e;
+  EXPECT_TRUE(contains(fake().errors, "; check it with `riseml-plan --topology " + bad + " --tasks 1`")) << e;
+  EXPECT_TRUE(contains(fake().errors, "lstopo --of xml")) << e;
+  EXPECT_EQ(step_with({"topology=" + bad, "on_error=warn"}), 0);
+  EXPECT_TRUE(contains(fake().errors, "Continuing without --riseml-bind (on_error=warn)"));
+  int rc = -1;
+  EXPECT_EQ(task(0, &rc).count("RISEML_LOCAL_RANK"), 0u);
+  EXPECT_EQ(rc, 0);
+}
+
+TEST_F(SpankGlue, EveryWayTheHelperFailsIsAMessageAndTheAdminsChoice) {
+  struct Case {
+    std::string helper;  // script body, or a path
+    std::vector<std::string> extra;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {"kill -SEGV $$", {}, "riseml: hwloc crashed reading " + fixture + " (signal 11, Segmentation fault, in "},
+      {"exec sleep 600", {"topology_timeout=1"}, "riseml: reading " + fixture + " took longer than 1 s ("},
+      {"echo garbage", {}, " gave no usable topology for " + fixture + " (line 1: not riseml-topology output"},
+      {"exec yes", {}, " printed more than 16 MiB for " + fixture},
+      {"echo 'riseml-topology: hwloc could not load this' >&2; exit 1", {}, "riseml: hwloc could not load this; "},
+      {"/nonexistent/riseml-topology", {}, "riseml: cannot run the topology helper /nonexistent/riseml-topology: No such file"},
+  };
+  int n = 0;
+  for (const Case& c : cases) {
+    const std::string prog = c.helper.front() == '/' ? c.helper : scratch_.script("h" + std::to_string(n++), c.helper);
+    for (const char* on_error : {"fail", "warn"}) {
+      std::vector<std::string> args = {"topology=" + fixture, "topology_helper=" + prog, std::string("on_error=") + on_error};
+      args.insert(args.end(), c.extra.begin(), c.extra.end());
+      const auto start = std::chrono::steady_clock::now();
+      const int rc = step_with(args);
+      EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10)) << c.helper;
+      EXPECT_EQ(rc, std::string(on_error) == "fail" ? -1 : 0) << c.helper;
+      ASSERT_EQ(fake().errors.size(), 1u) << c.helper;
+      EXPECT_TRUE(contains(fake().errors, c.says)) << fake().errors[0];
+      EXPECT_EQ(fake().errors[0].find("riseml: "), 0u) << fake().errors[0];
+      const bool warned = contains(fake().errors, "Continuing without --riseml-bind (on_error=warn)");
+      EXPECT_EQ(warned, std::string(on_error) == "warn") << fake().errors[0];
+      if (rc == 0) {
+        int task_rc = -1;
+        EXPECT_EQ(task(0, &task_rc).count("RISEML_LOCAL_RANK"), 0u);
+        EXPECT_EQ(task_rc, 0);
+      }
+    }
+  }
+}
+
+TEST_F(SpankGlue, LaterStepsUseTheCacheInsteadOfTheHelper) {
+  const std::string runs = scratch_.path() + "/runs";
+  const std::string counting = scratch_.script("counting", "echo run >> " + runs + "; exec " + helper + " \"$@\"");
+  auto count = [&] {
+    std::ifstream in(runs);
+    int n = 0;
+    for (std::string line; std::getline(in, line);) ++n;
+    return n;
+  };
+  for (int step = 0; step < 3; ++step) {
+    EXPECT_EQ(step_with({"topology=" + fixture, "topology_helper=" + counting}), 0);
+    EXPECT_EQ(task(0)["RISEML_LOCAL_SIZE"], "1");
+  }
+  EXPECT_EQ(count(), 1);
+  EXPECT_EQ(step_with({"topology=" + fixture, "topology_helper=" + counting, "topology_cache=none"}), 0);
+  EXPECT_EQ(count(), 2);
+}
+
+TEST_F(SpankGlue, HelperArgumentsAreChecked) {
+  EXPECT_EQ(init({"topology_helper=riseml-topology"}), -1);
+  EXPECT_TRUE(contains(fake().errors, "riseml: topology_helper=riseml-topology: give the absolute path of riseml-topology"));
+  for (const char* bad : {"topology_timeout=0", "topology_timeout=601", "topology_timeout=5s", "topology_timeout="}) {
+    reset_fake();
+    EXPECT_EQ(init({bad}), -1) << bad;
+    EXPECT_TRUE(contains(fake().errors, "give whole seconds, 1 to 600")) << bad;
+  }
+  reset_fake();
+  EXPECT_EQ(init({"topology_cache=cache"}), -1);
+  EXPECT_TRUE(contains(fake().errors, "topology_cache=cache: give an absolute folder"));
 }
 
 TEST_F(SpankGlue, GpuTheTopologyLacksFailsTheStep) {
