@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <tuple>
 
+#include "printable_text.hpp"
+
 namespace riseml {
 
 void Diagnostics::error(Location where, std::string key_path, std::string message) {
@@ -14,14 +16,16 @@ void Diagnostics::warning(Location where, std::string key_path, std::string mess
   items_.push_back({Severity::warning, std::move(where), std::move(key_path), std::move(message)});
 }
 
+// Messages quote the user's file (values, keys, its name): escaped here, once, so a control
+// character in the input shows as \x1b or \n instead of acting on the terminal.
 std::string format_diagnostic(const Diagnostic& d) {
-  std::string out = d.where.file;
+  std::string out = printable(d.where.file);
   if (d.where.line > 0) {
     out += ':' + std::to_string(d.where.line) + ':' + std::to_string(d.where.column);
   }
   out += d.severity == Severity::error ? ": error: " : ": warning: ";
-  if (!d.key_path.empty()) out += d.key_path + ": ";
-  out += d.message;
+  if (!d.key_path.empty()) out += printable(d.key_path) + ": ";
+  out += printable(d.message);
   return out;
 }
 

@@ -32,7 +32,8 @@ class Diagnostics {
   int error_count() const { return error_count_; }
   const std::vector<Diagnostic>& all() const { return items_; }
 
-  // "FILE:LINE:COL: error: KEY: MESSAGE", one line per diagnostic, in file order.
+  // "FILE:LINE:COL: error: KEY: MESSAGE", one line per diagnostic, in file order, with
+  // control characters escaped (printable_text.hpp).
   std::string format() const;
 
  private:

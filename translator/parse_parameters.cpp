@@ -66,22 +66,34 @@ std::optional<std::vector<std::string>> parse_values(YamlReader& r, const YAML::
     r.error(node, path, "has no value: give a value, a list, or range: {min, max, step}");
     return std::nullopt;
   }
-  if (node.IsScalar()) return std::vector<std::string>{node.Scalar()};
+  // A value is exported quoted and put into run and install lines as written: one line.
+  if (node.IsScalar()) {
+    auto value = r.string(node, path);
+    if (!value) return std::nullopt;
+    return std::vector<std::string>{*value};
+  }
   if (node.IsMap()) return parse_range(r, node, path);
   std::vector<std::string> values;
   std::set<std::string> seen;
   int index = 0;
+  bool ok = true;  // every bad value is reported, not only the first
   for (const auto& item : node) {
     const std::string ipath = path + "[" + std::to_string(index++) + "]";
     if (!item.IsScalar()) {
       r.error(item, ipath, "each value must be a number or text, got " + YamlReader::describe(item));
       return std::nullopt;
     }
-    if (!seen.insert(item.Scalar()).second) {
-      r.warning(item, ipath, "the value " + item.Scalar() + " is listed twice: it runs twice");
+    auto value = r.string(item, ipath);
+    if (!value) {
+      ok = false;
+      continue;
     }
-    values.push_back(item.Scalar());
+    if (!seen.insert(*value).second) {
+      r.warning(item, ipath, "the value " + *value + " is listed twice: it runs twice");
+    }
+    values.push_back(*value);
   }
+  if (!ok) return std::nullopt;
   if (values.empty()) {
     r.error(node, path, "the list is empty: give at least one value");
     return std::nullopt;

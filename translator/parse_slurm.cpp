@@ -46,19 +46,17 @@ bool valid_signal(const std::string& s) {
   return s.size() <= 64 && std::regex_match(s, re);  // bounded: std::regex recurses per char
 }
 
-bool safe_option_value(const std::string& v) {
-  // It ends up on an #SBATCH line: one line, no shell or comment tricks.
-  return v.find_first_of("\n\r") == std::string::npos && !v.empty();
-}
-
-void text(YamlReader& r, const YAML::Node& map, const std::string& key,
-          std::optional<std::string>& out) {
+// A value for an #SBATCH line. The reader already refused control characters, so it is one
+// line and cannot end the #SBATCH comment.
+void text(YamlReader& r, const YAML::Node& map, const std::string& map_path,
+          const std::string& key, std::optional<std::string>& out) {
   const YAML::Node node = map[key];
   if (!node) return;
-  auto s = r.string(node, join_key(kSection, key));
+  const std::string path = join_key(map_path, key);
+  auto s = r.string(node, path);
   if (!s) return;
-  if (!safe_option_value(*s)) {
-    r.error(node, join_key(kSection, key), "must be one non-empty line");
+  if (s->empty()) {
+    r.error(node, path, "is empty: give a value, or remove the key");
     return;
   }
   out = *s;
@@ -70,7 +68,7 @@ void parse_extra(YamlReader& r, const YAML::Node& node, SlurmSection& slurm) {
   if (!lines) return;
   for (const auto& line : *lines) {
     const std::string& opt = line.text;
-    if (opt.empty() || opt[0] != '-' || !safe_option_value(opt)) {
+    if (opt.empty() || opt[0] != '-') {
       r.diags().error(line.where, path,
                       "'" + opt + "' is not an sbatch option: write it as on the command line, "
                       "e.g. - --reservation=maint");
@@ -96,6 +94,25 @@ void parse_extra(YamlReader& r, const YAML::Node& node, SlurmSection& slurm) {
 
 }  // namespace
 
+std::vector<std::string> parse_module_list(YamlReader& r, const YAML::Node& node,
+                                           const std::string& path) {
+  std::vector<std::string> modules;
+  auto lines = r.string_list(node, path);
+  if (!lines) return modules;
+  // Written unquoted after `module load`, so a name is one word of these characters.
+  static const std::regex mod_re("[A-Za-z0-9_.+/-]+");
+  for (const auto& m : *lines) {
+    if (m.text.size() > 256 || !std::regex_match(m.text, mod_re)) {
+      r.diags().error(m.where, path,
+                      "'" + m.text + "' is not a module name: one name per entry, e.g. "
+                      "- cuda/12.2");
+    } else {
+      modules.push_back(m.text);
+    }
+  }
+  return modules;
+}
+
 void parse_slurm_section(YamlReader& r, const YAML::Node& node, SlurmSection& slurm) {
   if (node.IsNull()) return;
   if (!r.expect_map(node, kSection, "slurm: {partition: gpu, time: '4:00:00'}")) return;
@@ -110,7 +127,7 @@ void parse_slurm_section(YamlReader& r, const YAML::Node& node, SlurmSection& sl
       {"dependency", &SlurmSection::dependency}, {"reservation", &SlurmSection::reservation}};
   for (const auto& [key, member] : words) {
     std::optional<std::string>& field = slurm.*member;
-    text(r, node, key, field);
+    text(r, node, kSection, key, field);
     if (field && field->find_first_of(" \t'\"\\$`") != std::string::npos) {
       r.error(node[key], join_key(kSection, key),
               "'" + *field + "' has spaces, quotes or '$'; Slurm " + key +
@@ -128,8 +145,8 @@ void parse_slurm_section(YamlReader& r, const YAML::Node& node, SlurmSection& sl
       slurm.time = *s;
     }
   }
-  text(r, node, "output", slurm.output);
-  text(r, node, "error", slurm.error);
+  text(r, node, kSection, "output", slurm.output);
+  text(r, node, kSection, "error", slurm.error);
   if (auto sig = node["signal"]) {
     auto s = r.string(sig, "slurm.signal");
     if (s && !valid_signal(*s)) {
@@ -145,8 +162,8 @@ void parse_slurm_section(YamlReader& r, const YAML::Node& node, SlurmSection& sl
   if (auto mail = node["mail"]) {
     if (r.expect_map(mail, "slurm.mail", "mail: {type: END,FAIL, user: me@example.org}")) {
       r.check_keys(mail, "slurm.mail", {"type", "user"});
-      text(r, mail, "type", slurm.mail_type);
-      text(r, mail, "user", slurm.mail_user);
+      text(r, mail, "slurm.mail", "type", slurm.mail_type);
+      text(r, mail, "slurm.mail", "user", slurm.mail_user);
       static const std::regex type_re(
           "(NONE|BEGIN|END|FAIL|REQUEUE|ALL|INVALID_DEPEND|STAGE_OUT|TIME_LIMIT(_[0-9]+)?|"
           "ARRAY_TASKS)(,(NONE|BEGIN|END|FAIL|REQUEUE|ALL|INVALID_DEPEND|STAGE_OUT|"
@@ -160,20 +177,7 @@ void parse_slurm_section(YamlReader& r, const YAML::Node& node, SlurmSection& sl
       }
     }
   }
-  if (auto mods = node["modules"]) {
-    if (auto lines = r.string_list(mods, "slurm.modules")) {
-      static const std::regex mod_re("[A-Za-z0-9_.+/-]+");
-      for (const auto& m : *lines) {
-        if (m.text.size() > 256 || !std::regex_match(m.text, mod_re)) {
-          r.diags().error(m.where, "slurm.modules",
-                          "'" + m.text + "' is not a module name: one name per entry, e.g. "
-                          "- cuda/12.2");
-        } else {
-          slurm.modules.push_back(m.text);
-        }
-      }
-    }
-  }
+  if (auto mods = node["modules"]) slurm.modules = parse_module_list(r, mods, "slurm.modules");
   if (auto env = node["environment"]) {
     if (r.expect_map(env, "slurm.environment", "environment: {NCCL_DEBUG: INFO}")) {
       static const std::regex env_re("[A-Za-z_][A-Za-z0-9_]*");

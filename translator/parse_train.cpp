@@ -1,4 +1,5 @@
 // The train section, including the spellings older riseml.yml files used.
+#include "image_name.hpp"
 #include "section_parsers.hpp"
 
 namespace riseml {
@@ -13,12 +14,7 @@ const std::vector<std::string> kTrainKeys = {
 
 void parse_image(YamlReader& r, const YAML::Node& node, TrainSection& train) {
   if (node.IsScalar()) {
-    if (node.Scalar().empty() || node.Scalar().find_first_of(" \t\n'\"") != std::string::npos) {
-      r.error(node, "train.image",
-              "'" + node.Scalar() + "' is not an image name: write e.g. image: pytorch/pytorch:2.1");
-      return;
-    }
-    train.image = node.Scalar();
+    train.image = read_image_name(r, node, "train.image");
     return;
   }
   if (node.IsMap()) {
@@ -26,7 +22,7 @@ void parse_image(YamlReader& r, const YAML::Node& node, TrainSection& train) {
     r.check_keys(node, "train.image", {"name", "install"});
     std::string modern = "image: NAME";
     if (auto name = node["name"]) {
-      if (auto s = r.string(name, "train.image.name")) {
+      if (auto s = read_image_name(r, name, "train.image.name")) {
         train.image = *s;
         modern = "image: " + *s;
       }
@@ -35,7 +31,8 @@ void parse_image(YamlReader& r, const YAML::Node& node, TrainSection& train) {
     }
     if (auto install = node["install"]) {
       modern += " and a train-level install: list";
-      if (auto lines = r.string_list(install, "train.image.install")) train.install = *lines;
+      if (auto lines = r.string_list(install, "train.image.install", ScriptText::commands))
+        train.install = *lines;
     }
     r.warning(node, "train.image", "image: {name, install} is the old spelling: write " + modern);
     return;
@@ -81,13 +78,13 @@ void parse_train_section(YamlReader& r, const YAML::Node& node, TrainSection& tr
     if (!train.install.empty()) {
       r.error(install, "train.install",
               "install is given twice (also under image:); keep one list under train.install");
-    } else if (auto lines = r.string_list(install, "train.install")) {
+    } else if (auto lines = r.string_list(install, "train.install", ScriptText::commands)) {
       train.install = *lines;
     }
   }
 
   if (auto run = node["run"]) {
-    if (auto lines = r.string_list(run, "train.run")) {
+    if (auto lines = r.string_list(run, "train.run", ScriptText::commands)) {
       train.run = *lines;
       if (train.run.empty()) r.error(run, "train.run", "is empty: give at least one command");
       for (const auto& line : train.run) {

@@ -17,6 +17,10 @@ std::optional<Resources> parse_resources(YamlReader& r, const YAML::Node& node,
 void parse_parameters(YamlReader& r, const YAML::Node& node, const std::string& path,
                       TrainSection& train);
 void parse_slurm_section(YamlReader& r, const YAML::Node& node, SlurmSection& slurm);
+// Environment module names (slurm.modules, a site framework's modules): words that are safe
+// unquoted on a `module load` line; each bad one is reported and left out.
+std::vector<std::string> parse_module_list(YamlReader& r, const YAML::Node& node,
+                                           const std::string& path);
 
 // Checks that every {{placeholder}} in run and install names a declared parameter.
 void check_placeholders(YamlReader& r, const TrainSection& train);

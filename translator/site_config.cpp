@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "image_name.hpp"
 #include "section_parsers.hpp"
 #include "yaml_document.hpp"
 
@@ -14,13 +15,11 @@ std::optional<FrameworkEnvironment> parse_environment(YamlReader& r, const YAML:
   if (!r.expect_map(node, path, "{image: nvcr.io#nvidia/pytorch:24.01-py3}")) return std::nullopt;
   r.check_keys(node, path, {"image", "gpu_image", "modules", "venv"});
   FrameworkEnvironment env;
-  if (auto n = node["image"]) env.image = r.string(n, join_key(path, "image"));
-  if (auto n = node["gpu_image"]) env.gpu_image = r.string(n, join_key(path, "gpu_image"));
+  if (auto n = node["image"]) env.image = read_image_name(r, n, join_key(path, "image"));
+  if (auto n = node["gpu_image"])
+    env.gpu_image = read_image_name(r, n, join_key(path, "gpu_image"));
   if (auto n = node["venv"]) env.venv = r.string(n, join_key(path, "venv"));
-  if (auto n = node["modules"]) {
-    if (auto lines = r.string_list(n, join_key(path, "modules")))
-      for (const auto& l : *lines) env.modules.push_back(l.text);
-  }
+  if (auto n = node["modules"]) env.modules = parse_module_list(r, n, join_key(path, "modules"));
   return env;
 }
 
@@ -49,8 +48,10 @@ std::optional<SiteConfig> parse_site_root(const YAML::Node& root, const std::str
       site.containers = *s;
     }
   }
-  if (auto n = root["output_root"]) site.output_root = r.string(n, "output_root");
+  if (auto n = root["output_root"])
+    site.output_root = r.string(n, "output_root", ScriptText::run_time_path);
   if (auto n = root["riseml"]) {
+    // A command the tasks run (it may be a wrapper with arguments): one line.
     if (auto s = r.string(n, "riseml")) site.riseml_command = *s;
   }
   if (auto n = root["max_array_size"]) {
@@ -63,14 +64,17 @@ std::optional<SiteConfig> parse_site_root(const YAML::Node& root, const std::str
   }
   if (auto fws = root["frameworks"]) {
     if (r.expect_map(fws, "frameworks", "frameworks: {pytorch: {default: {venv: /opt/torch}}}")) {
+      // Framework names and versions reach the script's comments: one line each.
       for (const auto& fw : fws) {
-        const std::string name = fw.first.Scalar();
-        const std::string fpath = join_key("frameworks", name);
+        const auto name = r.string(fw.first, "frameworks");
+        if (!name) continue;
+        const std::string fpath = join_key("frameworks", *name);
         if (!r.expect_map(fw.second, fpath, "{default: {modules: [pytorch]}}")) continue;
         for (const auto& ver : fw.second) {
-          const std::string version = ver.first.Scalar();
-          if (auto env = parse_environment(r, ver.second, join_key(fpath, version)))
-            site.frameworks[name][version] = *env;
+          const auto version = r.string(ver.first, fpath);
+          if (!version) continue;
+          if (auto env = parse_environment(r, ver.second, join_key(fpath, *version)))
+            site.frameworks[*name][*version] = *env;
         }
       }
     }

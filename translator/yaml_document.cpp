@@ -6,6 +6,8 @@
 #include <fstream>
 #include <set>
 
+#include "utf8.hpp"
+
 namespace riseml {
 
 Location location_of(const YAML::Node& node, const std::string& file) {
@@ -97,34 +99,6 @@ Location location_at(const std::string& text, size_t offset, const std::string& 
   return {file, line, column};
 }
 
-// The offset of the first byte that is not part of well-formed UTF-8, if any.
-std::optional<size_t> first_non_utf8(const std::string& text) {
-  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
-  const size_t n = text.size();
-  for (size_t i = 0; i < n;) {
-    const unsigned char c = s[i];
-    size_t len = 0;
-    unsigned char lo = 0x80, hi = 0xBF;  // the allowed range of the second byte
-    if (c < 0x80) len = 1;
-    else if (c >= 0xC2 && c <= 0xDF) len = 2;
-    else if (c == 0xE0) { len = 3; lo = 0xA0; }
-    else if (c >= 0xE1 && c <= 0xEC) len = 3;
-    else if (c == 0xED) { len = 3; hi = 0x9F; }  // no UTF-16 surrogates
-    else if (c >= 0xEE && c <= 0xEF) len = 3;
-    else if (c == 0xF0) { len = 4; lo = 0x90; }
-    else if (c >= 0xF1 && c <= 0xF3) len = 4;
-    else if (c == 0xF4) { len = 4; hi = 0x8F; }  // nothing above U+10FFFF
-    else return i;
-    if (i + len > n) return i;
-    for (size_t k = 1; k < len; ++k) {
-      const unsigned char b = s[i + k];
-      if (k == 1 ? (b < lo || b > hi) : (b < 0x80 || b > 0xBF)) return i;
-    }
-    i += len;
-  }
-  return std::nullopt;
-}
-
 // yaml-cpp says what it met, not what the writer forgot: turn its message into a fix.
 // For "illegal map value" after a line that is a bare word ("train" for "train:"), the
 // diagnostic moves to that word, where the colon is missing.
@@ -134,7 +108,10 @@ Diagnostic syntax_error(const YAML::ParserException& e, const std::string& text,
   if (e.mark.is_null()) where = {file, 0, 0};
   std::string hint =
       "a key needs a colon after it, and nested keys must be indented further than their parent";
-  if (e.msg == YAML::ErrorMsg::END_OF_MAP_FLOW || e.msg == YAML::ErrorMsg::END_OF_SEQ_FLOW) {
+  if (e.msg.rfind(YAML::ErrorMsg::INVALID_UNICODE, 0) == 0) {
+    hint = "a \\u or \\U escape in double quotes names no character (a UTF-16 surrogate, or "
+           "above U+10FFFF): write the character itself";
+  } else if (e.msg == YAML::ErrorMsg::END_OF_MAP_FLOW || e.msg == YAML::ErrorMsg::END_OF_SEQ_FLOW) {
     hint = "a '{' or '[' is not closed: add the matching '}' or ']', or put quotes around text "
            "that starts with '{' or '['";
   } else if (e.msg == YAML::ErrorMsg::MAP_VALUE && !e.mark.is_null()) {

@@ -6,6 +6,7 @@
 #include <cctype>
 
 #include "did_you_mean.hpp"
+#include "utf8.hpp"
 #include "yaml_document.hpp"
 
 namespace riseml {
@@ -70,7 +71,7 @@ std::string YamlReader::describe(const YAML::Node& node) {
   if (node.IsSequence()) return "a list";
   if (node.IsMap()) return "a mapping";
   std::string s = node.Scalar();
-  if (s.size() > 40) s = s.substr(0, 37) + "...";
+  if (s.size() > 40) s = utf8_prefix(s, 37) + "...";
   return "'" + s + "'";
 }
 
@@ -98,10 +99,21 @@ void YamlReader::check_keys(const YAML::Node& map, const std::string& path,
   }
 }
 
-std::optional<std::string> YamlReader::string(const YAML::Node& node, const std::string& path) {
-  if (node.IsScalar()) return node.Scalar();
-  error(node, path, "must be a text value, got " + describe(node));
-  return std::nullopt;
+bool YamlReader::allowed_in_script(const YAML::Node& at, const std::string& path,
+                                   const std::string& text, ScriptText kind) {
+  auto problem = script_text_problem(text, kind);
+  if (problem) error(at, path, *problem);
+  return !problem;
+}
+
+std::optional<std::string> YamlReader::string(const YAML::Node& node, const std::string& path,
+                                              ScriptText kind) {
+  if (!node.IsScalar()) {
+    error(node, path, "must be a text value, got " + describe(node));
+    return std::nullopt;
+  }
+  if (!allowed_in_script(node, path, node.Scalar(), kind)) return std::nullopt;
+  return node.Scalar();
 }
 
 std::optional<long long> YamlReader::integer(const YAML::Node& node, const std::string& path,
@@ -221,10 +233,12 @@ SourceText YamlReader::command(const YAML::Node& node, const std::string& path) 
 }
 
 std::optional<std::vector<SourceText>> YamlReader::string_list(const YAML::Node& node,
-                                                               const std::string& path) {
+                                                               const std::string& path,
+                                                               ScriptText kind) {
   std::vector<SourceText> out;
   if (node.IsScalar()) {
     out.push_back(command(node, path));
+    if (!allowed_in_script(node, path, out.back().text, kind)) return std::nullopt;
     return out;
   }
   if (node.IsSequence()) {
@@ -240,6 +254,7 @@ std::optional<std::vector<SourceText>> YamlReader::string_list(const YAML::Node&
         continue;
       }
       out.push_back(command(item, item_path));
+      if (!allowed_in_script(item, item_path, out.back().text, kind)) ok = false;
     }
     if (!ok) return std::nullopt;
     return out;

@@ -9,6 +9,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "diagnostics.hpp"
+#include "script_text_rules.hpp"
 
 namespace riseml {
 
@@ -39,7 +40,10 @@ class YamlReader {
   void check_keys(const YAML::Node& map, const std::string& path,
                   const std::vector<std::string>& known);
 
-  std::optional<std::string> string(const YAML::Node& node, const std::string& path);
+  // Every text value passes script_text_problem for `kind` here, so nothing read through the
+  // reader can put a control character into the script.
+  std::optional<std::string> string(const YAML::Node& node, const std::string& path,
+                                    ScriptText kind = ScriptText::one_line);
   std::optional<long long> integer(const YAML::Node& node, const std::string& path,
                                    long long minimum, const std::string& example);
   std::optional<double> number(const YAML::Node& node, const std::string& path, double minimum,
@@ -48,15 +52,20 @@ class YamlReader {
   std::optional<bool> boolean(const YAML::Node& node, const std::string& path);
   // A string or a list of strings (one command per entry). A folded block (>, >-) is one
   // command: the line breaks YAML keeps before more-indented lines become spaces (warning).
+  // Each entry passes script_text_problem for `kind`.
   std::optional<std::vector<SourceText>> string_list(const YAML::Node& node,
-                                                     const std::string& path);
+                                                     const std::string& path,
+                                                     ScriptText kind = ScriptText::one_line);
 
-  // A short rendering of a node for messages: 'text', a list, a mapping.
+  // A short rendering of a node for messages: 'text' (cut at a character), a list, a mapping.
   static std::string describe(const YAML::Node& node);
 
  private:
   bool is_folded_block(const YAML::Node& node) const;
   SourceText command(const YAML::Node& node, const std::string& path);
+  // Reports the problem script_text_problem finds, at `at`; true when there is none.
+  bool allowed_in_script(const YAML::Node& at, const std::string& path, const std::string& text,
+                         ScriptText kind);
 
   std::string file_;
   Diagnostics& diags_;

@@ -3,6 +3,7 @@
 
 #include <iostream>
 
+#include "../printable_text.hpp"
 #include "../version.hpp"
 #include "commands.hpp"
 
@@ -62,7 +63,7 @@ int main(int argc, char** argv) {
     if (*run) return riseml::cli::run_local(file, site, processes, sweep_index);
     if (*tf) return riseml::cli::tf_config(role, index, roles, dir, timeout_s);
   } catch (const std::exception& e) {
-    std::cerr << "riseml: internal error: " << e.what() << '\n';
+    std::cerr << "riseml: internal error: " << riseml::printable(e.what()) << '\n';
     return riseml::cli::kExitFailure;
   }
   return riseml::cli::kExitFailure;

@@ -11,6 +11,7 @@
 
 #include "../job_layout.hpp"
 #include "../parameter_sweep.hpp"
+#include "../printable_text.hpp"
 #include "commands.hpp"
 #include "translate_common.hpp"
 
@@ -40,7 +41,7 @@ int run_process(const std::vector<std::string>& argv) {
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
     execvp(args[0], args.data());
-    std::cerr << "riseml: cannot run " << argv[0] << '\n';
+    std::cerr << "riseml: cannot run " << printable(argv[0]) << '\n';
     _exit(127);
   }
   int status = 0;
@@ -88,16 +89,17 @@ int run_local(const std::string& file, const std::string& site_path, long long p
   setenv("EXPERIMENT_ID", experiment.c_str(), 1);
   setenv("OUTPUT_DIR", output.c_str(), 1);
   if (chdir(dir.c_str()) != 0) {
-    std::cerr << "riseml: cannot enter " << dir << '\n';
+    std::cerr << "riseml: cannot enter " << printable(dir.string()) << '\n';
     return kExitFailure;
   }
   std::cerr << "riseml: running " << t->job->project << " locally with " << n
-            << " process(es); OUTPUT_DIR=" << output.string() << '\n';
+            << " process(es); OUTPUT_DIR=" << printable(output.string()) << '\n';
 
   for (const auto& line : train.install) {
     std::string cmd = substitute(line.text, train.parameters, values);
     if (int rc = run_process({"bash", "-c", cmd}); rc != 0) {
-      std::cerr << "riseml: install line failed with status " << rc << ": " << cmd << '\n';
+      std::cerr << "riseml: install line failed with status " << rc << ": " << printable(cmd)
+                << '\n';
       return rc;
     }
   }
@@ -106,7 +108,7 @@ int run_local(const std::string& file, const std::string& site_path, long long p
     std::string cmd = substitute(line.text, train.parameters, values);
     int rc = run_process({launcher, "-n", std::to_string(n), "--tag-output", "--", "bash", "-c", cmd});
     if (rc != 0) {
-      std::cerr << "riseml: run line failed with status " << rc << ": " << cmd << '\n';
+      std::cerr << "riseml: run line failed with status " << rc << ": " << printable(cmd) << '\n';
       return rc;
     }
   }

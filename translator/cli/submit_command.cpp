@@ -7,6 +7,7 @@
 #include <iostream>
 #include <vector>
 
+#include "../printable_text.hpp"
 #include "../shell_quote.hpp"
 #include "commands.hpp"
 #include "translate_common.hpp"
@@ -92,20 +93,20 @@ int submit(const std::string& file, const std::string& site_path, const std::str
   // there too, so SLURM_SUBMIT_DIR (and the default OUTPUT_DIR) is that folder.
   std::vector<std::string> argv = {program, "--parsable"};
   if (dry_run) {
-    std::cout << "# would run, in " << dir.string() << ":";
+    std::cout << "# would run, in " << printable(dir.string()) << ":";
     for (const auto& a : argv) std::cout << ' ' << shell_quote(a);
     std::cout << " < script\n" << *t->script;
     return kExitOk;
   }
   ProcessResult r = run_with_input(argv, *t->script, dir.string());
   if (!r.error.empty()) {
-    std::cerr << "riseml: " << r.error << '\n';
+    std::cerr << "riseml: " << printable(r.error) << '\n';
     return kExitFailure;
   }
   if (r.status != 0) {
     std::cerr << "riseml: sbatch failed with status " << r.status
-              << "; its message is above. Check the script with: riseml translate " << file
-              << '\n';
+              << "; its message is above. Check the script with: riseml translate "
+              << printable(file) << '\n';
     return kExitFailure;
   }
   // --parsable prints "jobid" or "jobid;cluster".
@@ -115,7 +116,7 @@ int submit(const std::string& file, const std::string& site_path, const std::str
     return kExitFailure;
   }
   std::cout << id << '\n';
-  std::cerr << "riseml: submitted " << t->job->project << " as job " << id << '\n';
+  std::cerr << "riseml: submitted " << t->job->project << " as job " << printable(id) << '\n';
   return kExitOk;
 }
 

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "../printable_text.hpp"
 #include "../tf_config.hpp"
 #include "commands.hpp"
 
@@ -37,10 +38,10 @@ int tf_config(const std::string& role_arg, long long index_arg, const std::strin
     std::cout << json << '\n';
     return kExitOk;
   } catch (const std::invalid_argument& e) {
-    std::cerr << "riseml tf-config: " << e.what() << '\n';
+    std::cerr << "riseml tf-config: " << printable(e.what()) << '\n';
     return kExitBadInput;
   } catch (const std::exception& e) {
-    std::cerr << "riseml tf-config: " << e.what() << '\n';
+    std::cerr << "riseml tf-config: " << printable(e.what()) << '\n';
     return kExitFailure;
   }
 }

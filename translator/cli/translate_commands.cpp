@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "../atomic_file.hpp"
+#include "../printable_text.hpp"
 #include "../translation.hpp"
 #include "commands.hpp"
 #include "translate_common.hpp"
@@ -14,10 +15,10 @@ int translate(const std::string& file, const std::string& output, const std::str
   if (!output.empty() && output != "-") {
     std::string err = write_file_atomically(output, *t->script, 0755);
     if (!err.empty()) {
-      std::cerr << "riseml: " << err << '\n';
+      std::cerr << "riseml: " << printable(err) << '\n';
       return kExitFailure;
     }
-    std::cerr << "riseml: wrote " << output << '\n';
+    std::cerr << "riseml: wrote " << printable(output) << '\n';
   } else {
     std::cout << *t->script;
   }
@@ -27,7 +28,7 @@ int translate(const std::string& file, const std::string& output, const std::str
 int validate(const std::string& file, const std::string& site_path) {
   auto t = translate_with_site(file, site_path);
   if (!t) return kExitBadInput;
-  std::cerr << "riseml: " << file << " is valid\n";
+  std::cerr << "riseml: " << printable(file) << " is valid\n";
   return kExitOk;
 }
 

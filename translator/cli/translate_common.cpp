@@ -2,6 +2,7 @@
 
 #include <iostream>
 
+#include "../printable_text.hpp"
 #include "../site_config.hpp"
 
 namespace riseml::cli {
@@ -16,7 +17,7 @@ std::optional<Translation> translate_with_site(const std::string& file,
   std::cerr << t.diagnostics.format();
   if (!t.script) {
     int n = t.diagnostics.error_count();
-    std::cerr << "riseml: " << n << (n == 1 ? " error" : " errors") << " in " << file
+    std::cerr << "riseml: " << n << (n == 1 ? " error" : " errors") << " in " << printable(file)
               << "; nothing was written\n";
     return std::nullopt;
   }
