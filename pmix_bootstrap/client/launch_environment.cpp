@@ -54,6 +54,12 @@ LaunchEnvironment inspect_launch_environment(const EnvironmentLookup& getenv) {
   return result;
 }
 
+std::string rank_before_connecting(const EnvironmentLookup& getenv, const std::string& hostname) {
+  std::optional<long> rank = parse_count(getenv("PMIX_RANK"));
+  return (rank && *rank >= 0 ? "rank " + std::to_string(*rank) : std::string("the process")) +
+         " on host " + hostname;
+}
+
 std::string how_to_start_hint() {
   return "start the program with a PMIx launcher: `srun --mpi=pmix ...` on Slurm, "
          "`riseml-launch -n N ...` on one machine, or `mpirun -np N ...`; "

@@ -19,6 +19,10 @@ struct LaunchEnvironment {
 
 LaunchEnvironment inspect_launch_environment(const EnvironmentLookup& getenv);
 
+// Who this process is in messages from before PMIx told it: "rank 3 on host n1" (PMIX_RANK,
+// as its launcher set it), or "the process on host n1" without one.
+std::string rank_before_connecting(const EnvironmentLookup& getenv, const std::string& hostname);
+
 // The sentence every "cannot find the peers" error ends with.
 std::string how_to_start_hint();
 

@@ -3,12 +3,22 @@
 #include <pmix.h>
 #include <string.h>  // explicit_bzero
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
+#include <climits>
+#include <cstdlib>
+#include <optional>
+#include <system_error>
+#include <utility>
 
 #include "call_completion.hpp"
+#include "call_within.hpp"
 #include "job_facts_query.hpp"
 #include "launch_environment.hpp"
 #include "pmix_info_list.hpp"
+#include "pmix_init_timeout.hpp"
 #include "pmix_status_text.hpp"
 #include "pmix_value_reader.hpp"
 
@@ -26,17 +36,59 @@ std::string seconds_text(std::chrono::milliseconds timeout) {
   return std::to_string(timeout_seconds(timeout)) + " s";
 }
 
+std::string this_hostname() {
+  char name[HOST_NAME_MAX + 1] = {};
+  if (gethostname(name, sizeof name - 1) != 0) return "unknown-host";
+  return name;
+}
+
+// Set once a PMIx_Init was given up on: it may still return, or hang for good, and a second
+// one would run beside it inside the same library.
+std::atomic<bool> pmix_init_stuck{false};
+
 }  // namespace
 
 std::unique_ptr<Session> PmixClientSession::connect(const InitOptions& options) {
+  EnvironmentLookup environment = [](const char* name) { return std::getenv(name); };
+  const std::string who = rank_before_connecting(environment, this_hostname());
+  std::chrono::milliseconds limit = pmix_init_timeout(options.pmix_init_timeout, environment, who);
+  if (pmix_init_stuck.load()) {
+    throw BootstrapError("riseml: " + who +
+                         ": an earlier PMIx_Init of this process never returned, and PMIx "
+                         "cannot be initialized twice at once; start the program again");
+  }
   std::unique_ptr<PmixClientSession> session(new PmixClientSession());
-  pmix_status_t status = PMIx_Init(&session->self_, nullptr, 0);
-  if (status != PMIX_SUCCESS) {
-    throw BootstrapError("riseml: PMIx_Init failed: " + describe_status(status) +
+  // PMIx_Init cannot be cancelled, so it runs on a thread of its own that is left behind if
+  // it hangs; it writes only into the result it owns, never into the session.
+  std::optional<std::pair<pmix_status_t, pmix_proc_t>> init;
+  try {
+    init = call_within(limit, [] {
+      pmix_proc_t self{};
+      pmix_status_t status = PMIx_Init(&self, nullptr, 0);
+      return std::pair{status, self};
+    });
+  } catch (const std::system_error& error) {
+    throw BootstrapError("riseml: " + who + ": cannot start a thread for PMIx_Init (" +
+                         error.what() + "); the process is out of threads or memory");
+  }
+  if (!init) {
+    pmix_init_stuck = true;
+    const char* nspace = environment("PMIX_NAMESPACE");
+    throw BootstrapError(
+        "riseml: " + who + ": PMIx_Init did not return within " + seconds_text(limit) +
+        ": the PMIx server that started this process (srun's, riseml-launch's or mpirun's" +
+        (nspace != nullptr ? std::string(", job ") + nspace : std::string()) +
+        ") does not answer. A libpmix 4.2.2 server gets stuck like this once it refused a "
+        "connection from another user's process (see docs/launching.md); run the job again "
+        "(RISEML_PMIX_INIT_TIMEOUT_S sets the limit)");
+  }
+  if (init->first != PMIX_SUCCESS) {
+    throw BootstrapError("riseml: " + who + ": PMIx_Init failed: " + describe_status(init->first) +
                          "; the PMIx server named in this process's PMIX_* environment "
                          "cannot be reached (did its launcher exit?); " +
                          how_to_start_hint());
   }
+  session->self_ = init->second;
   session->initialized_ = true;
   session->facts_ = query_job_facts(session->self_);
   session->secret_ = session->obtain_job_secret(options.timeout);

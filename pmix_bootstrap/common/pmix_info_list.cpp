@@ -81,6 +81,10 @@ InfoList& InfoList::add_rank(const char* key, pmix_rank_t value) {
   return add(key, &value, PMIX_PROC_RANK);
 }
 
+InfoList& InfoList::add_range(const char* key, pmix_data_range_t value) {
+  return add(key, &value, PMIX_DATA_RANGE);
+}
+
 InfoList& InfoList::add_string(const char* key, const std::string& value) {
   return add(key, value.c_str(), PMIX_STRING);
 }

@@ -44,6 +44,7 @@ class InfoList {
   InfoList& add_uint16(const char* key, std::uint16_t value);
   InfoList& add_uint32(const char* key, std::uint32_t value);
   InfoList& add_rank(const char* key, pmix_rank_t value);
+  InfoList& add_range(const char* key, pmix_data_range_t value);
   InfoList& add_string(const char* key, const std::string& value);
   // A PMIx regex as made by PMIx_generate_regex / PMIx_generate_ppn (not necessarily a C string).
   InfoList& add_regex(const char* key, const char* regex);

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <utility>
 
 #include "exit_status.hpp"
 #include "wake_pipe.hpp"
@@ -19,6 +20,10 @@ namespace {
 
 // Output that ends when all ranks are gone but something they started holds the pipe open.
 constexpr auto kDrainAfterLastRank = std::chrono::seconds(1);
+
+// Failures named after the cause; more would bury the cause under thousands of lines when a
+// large job falls apart.
+constexpr std::size_t kFailuresNamedBesidesTheCause = 8;
 
 void write_all(int fd, std::string_view data) {
   while (!data.empty()) {
@@ -55,10 +60,24 @@ std::string seconds_text(std::chrono::milliseconds duration) {
   return text;
 }
 
+std::string failure_text(const RankFailure& failure) {
+  return "rank " + std::to_string(failure.rank) + " (pid " + std::to_string(failure.pid) + ") " +
+         describe_wait_status(failure.wait_status);
+}
+
+// When `failure` was observed, relative to the cause: the cause is not always the first.
+std::string relative_time_text(const RankFailure& failure, const RankFailure& cause) {
+  auto offset = std::chrono::round<std::chrono::milliseconds>(failure.observed - cause.observed);
+  if (offset.count() == 0) return "at the same time";
+  return seconds_text(offset.count() < 0 ? -offset : offset) +
+         (offset.count() < 0 ? " earlier" : " later");
+}
+
 }  // namespace
 
-JobSupervisor::JobSupervisor(SupervisorSettings settings, PmixHostServer& server)
-    : settings_(settings), server_(server) {}
+JobSupervisor::JobSupervisor(SupervisorSettings settings, PmixHostServer& server,
+                             ServerStallWatch* stall_watch)
+    : settings_(std::move(settings)), server_(server), stall_watch_(stall_watch) {}
 
 void JobSupervisor::add_rank(int rank, StartedChild child) {
   std::string prefix = settings_.tag_output ? "[" + std::to_string(rank) + "] " : "";
@@ -131,6 +150,7 @@ void JobSupervisor::handle_events() {
 void JobSupervisor::handle_stop_signals() {
   int received = WakePipe::stop_signal_count();
   if (received == handled_stop_signals_) return;
+  settle_failures(true);  // they came first
   bool first = handled_stop_signals_ == 0 && received == 1;
   handled_stop_signals_ = received;
   int signal_number = WakePipe::last_stop_signal();
@@ -148,7 +168,9 @@ void JobSupervisor::handle_stop_signals() {
 }
 
 void JobSupervisor::handle_abort_requests() {
-  for (const AbortRequest& request : server_.take_abort_requests()) {
+  std::vector<AbortRequest> requests = server_.take_abort_requests();
+  if (!requests.empty()) settle_failures(true);  // they came first
+  for (const AbortRequest& request : requests) {
     if (exit_code_) continue;
     pid_t pid = -1;
     int others = 0;
@@ -167,11 +189,6 @@ void JobSupervisor::handle_abort_requests() {
 }
 
 void JobSupervisor::reap_ranks() {
-  struct Ended {
-    Rank* rank;
-    int status;
-  };
-  std::vector<Ended> failures;
   while (true) {
     int status = 0;
     pid_t pid = waitpid(-1, &status, WNOHANG);
@@ -179,34 +196,48 @@ void JobSupervisor::reap_ranks() {
     Rank* rank = find_rank(pid);
     if (rank == nullptr) continue;
     rank->running = false;
-    if (is_failure(status) && !exit_code_) failures.push_back({rank, status});
+    if (!is_failure(status)) continue;
+    RankFailure failure{rank->rank, pid, status, Clock::now()};
+    if (!exit_code_) {
+      unsettled_failures_.push_back(failure);
+    } else if (WIFSIGNALED(status) && !rank->was_sent(WTERMSIG(status))) {
+      // Not a signal the launcher sent: a crash, or a kill from elsewhere - possibly what the
+      // job failed of, only seen late (a dying process can take long to become reapable).
+      say("also: " + failure_text(failure) + " while the job was being stopped");
+    }
+    // Error exits after the stop are the ranks' answers to it, not news.
   }
-  if (failures.empty()) return;
-  // Ranks that ended together are reported in the kernel's order, oldest first, which says
-  // nothing about who failed first. A rank killed by a signal is the likelier cause (its peers
-  // then fail in PMIx calls and exit non-zero), so it is named first and decides the status.
-  std::stable_sort(failures.begin(), failures.end(), [](const Ended& a, const Ended& b) {
-    return WIFSIGNALED(a.status) && !WIFSIGNALED(b.status);
-  });
-  const Ended& first = failures.front();
-  say("rank " + std::to_string(first.rank->rank) + " (pid " + std::to_string(first.rank->pid) +
-      ") " + describe_wait_status(first.status) + "; " + others_text(running_count()));
-  for (std::size_t i = 1; i < failures.size(); ++i) {
-    say("rank " + std::to_string(failures[i].rank->rank) + " (pid " +
-        std::to_string(failures[i].rank->pid) + ") " + describe_wait_status(failures[i].status) +
-        " at the same time");
+  settle_failures(false);
+}
+
+void JobSupervisor::settle_failures(bool now) {
+  if (unsettled_failures_.empty()) return;
+  if (!now && !cause_is_settled(unsettled_failures_, Clock::now(), running_count() > 0)) return;
+  std::vector<RankFailure> failures = blame_order(std::exchange(unsettled_failures_, {}));
+  const RankFailure& cause = failures.front();
+  say(failure_text(cause) + "; " + others_text(running_count()));
+  std::size_t named = std::min(failures.size(), 1 + kFailuresNamedBesidesTheCause);
+  for (std::size_t i = 1; i < named; ++i) {
+    say("also: " + failure_text(failures[i]) + ", " + relative_time_text(failures[i], cause));
   }
-  stop_job(exit_code_of(first.status), SIGTERM);
+  if (std::size_t more = failures.size() - named; more > 0) {
+    say("also: " + std::to_string(more) + (more == 1 ? " more rank" : " more ranks") + " failed");
+  }
+  stop_job(exit_code_of(cause.wait_status), SIGTERM);
 }
 
 void JobSupervisor::handle_deadlines() {
+  settle_failures(false);  // the blame window may have passed
   Clock::time_point now = Clock::now();
-  if (settings_.timeout && !exit_code_ && now >= started_ + *settings_.timeout &&
-      running_count() > 0) {
+  bool past_timeout =
+      settings_.timeout && now >= started_ + *settings_.timeout && running_count() > 0;
+  if (past_timeout) settle_failures(true);  // they came first
+  if (past_timeout && !exit_code_) {
     say("the job ran longer than --timeout " + seconds_text(*settings_.timeout) + "; stopping " +
         ranks_text(running_count()));
     stop_job(kTimeoutExitCode, SIGTERM);
   }
+  check_pmix_server(now);
   if (kill_deadline_ && !killed_ && now >= *kill_deadline_) {
     killed_ = true;
     if (running_count() > 0) {
@@ -215,6 +246,22 @@ void JobSupervisor::handle_deadlines() {
       signal_running_ranks(SIGKILL);
     }
   }
+}
+
+// Only while ranks run and nothing else stopped the job: a stop does not need PMIx any more.
+void JobSupervisor::check_pmix_server(Clock::time_point now) {
+  if (stall_watch_ == nullptr || exit_code_ || running_count() == 0) return;
+  if (!stall_watch_->stalled(now)) return;
+  settle_failures(true);  // they came first
+  if (exit_code_) return;
+  say("the PMIx server on host " + settings_.hostname +
+      " stopped responding (its progress thread left a request unanswered for " +
+      seconds_text(stall_watch_->settings().limit) +
+      ": libpmix 4.2.2 deadlocks once it refused a connection from another user's process, "
+      "see docs/launching.md), so ranks would hang in PMIx_Init or in a fence; stopping " +
+      ranks_text(running_count()) + " (exit status " + std::to_string(kPmixStalledExitCode) +
+      "); run the job again");
+  stop_job(kPmixStalledExitCode, SIGTERM);
 }
 
 void JobSupervisor::forward_output(Stream& stream) {
@@ -233,8 +280,10 @@ int JobSupervisor::poll_timeout_ms() const {
   std::optional<Clock::time_point> next;
   auto consider = [&](Clock::time_point when) { next = next ? std::min(*next, when) : when; };
   if (settings_.timeout && !exit_code_) consider(started_ + *settings_.timeout);
+  if (!unsettled_failures_.empty()) consider(unsettled_failures_.front().observed + kBlameWindow);
   if (kill_deadline_ && !killed_) consider(*kill_deadline_);
   if (drain_deadline_) consider(*drain_deadline_);
+  if (stall_watch_ != nullptr && !exit_code_) consider(stall_watch_->next_check(Clock::now()));
   if (!next) return -1;
   auto wait = std::chrono::ceil<std::chrono::milliseconds>(*next - Clock::now()).count();
   return static_cast<int>(std::clamp<decltype(wait)>(wait, 0, 60'000));
@@ -253,8 +302,9 @@ void JobSupervisor::stop_job(int exit_code, int signal_number) {
 }
 
 void JobSupervisor::signal_running_ranks(int signal_number) {
-  for (const Rank& rank : ranks_) {
+  for (Rank& rank : ranks_) {
     if (!rank.running) continue;
+    rank.signals_sent |= std::uint64_t{1} << signal_number;  // the launcher's are all below 64
     // The whole process group, so whatever the rank started stops too.
     if (kill(-rank.pid, signal_number) != 0) kill(rank.pid, signal_number);
   }

@@ -1,20 +1,25 @@
 // Watches the ranks of a job on one thread: forwards their output line by line, reaps them,
 // and stops them all - SIGTERM to each rank's process group, SIGKILL after a grace period -
 // when one fails, a rank calls PMIx_Abort, the launcher gets SIGINT/SIGTERM/SIGHUP or the job
-// runs past its timeout. Says once, on stderr, why it stopped the job.
+// runs past its timeout or the embedded PMIx server stops responding (see
+// server_stall_watch.hpp). Says once, on stderr, why it stopped the job; when ranks fail
+// together it names the one to blame first (see failure_blame.hpp), then the others.
 #pragma once
 
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "child_process.hpp"
+#include "failure_blame.hpp"
 #include "line_forwarder.hpp"
 #include "pmix_host_server.hpp"
+#include "server_stall_watch.hpp"
 
 namespace riseml::launch {
 
@@ -22,15 +27,19 @@ struct SupervisorSettings {
   bool tag_output = false;
   std::optional<std::chrono::milliseconds> timeout;
   std::chrono::milliseconds stop_grace = std::chrono::seconds(5);
+  std::string hostname;  // for messages
 };
 
 // The exit status riseml-launch uses when its --timeout ends the job (as timeout(1) does).
 inline constexpr int kTimeoutExitCode = 124;
+// ... and when the embedded PMIx server stopped responding (as timeout(1) does when it fails).
+inline constexpr int kPmixStalledExitCode = 125;
 
 class JobSupervisor {
  public:
-  // `server` delivers PMIx_Abort requests; WakePipe::install() must have run.
-  JobSupervisor(SupervisorSettings settings, PmixHostServer& server);
+  // `server` delivers PMIx_Abort requests; `stall_watch` (none: no check) tells when it got
+  // stuck. WakePipe::install() must have run.
+  JobSupervisor(SupervisorSettings settings, PmixHostServer& server, ServerStallWatch* stall_watch);
   JobSupervisor(const JobSupervisor&) = delete;
   JobSupervisor& operator=(const JobSupervisor&) = delete;
 
@@ -40,12 +49,12 @@ class JobSupervisor {
   void start_failed(int rank, const std::string& why, int exit_code);
 
   // Until every rank has ended and its output is forwarded. Returns riseml-launch's exit
-  // status: 0, the first failed rank's status (128 + signal for a signal), the PMIx_Abort
-  // status, 128 + the signal the launcher got, or kTimeoutExitCode.
+  // status: 0, the status of the failed rank blamed (128 + signal for a signal), the PMIx_Abort
+  // status, 128 + the signal the launcher got, kTimeoutExitCode or kPmixStalledExitCode.
   int run();
 
-  // Whether the job was stopped (a rank failed or aborted, a signal, the timeout) rather than
-  // every rank ending on its own with status 0.
+  // Whether the job was stopped (a rank failed or aborted, a signal, the timeout, a stuck PMIx
+  // server) rather than every rank ending on its own with status 0.
   bool stopped() const { return exit_code_.has_value(); }
 
  private:
@@ -59,6 +68,10 @@ class JobSupervisor {
     int rank = -1;
     pid_t pid = -1;
     bool running = true;
+    std::uint64_t signals_sent = 0;  // bit n: the launcher sent it signal n
+    bool was_sent(int signal_number) const {
+      return signal_number < 64 && ((signals_sent >> signal_number) & 1) != 0;
+    }
     std::unique_ptr<Stream> out;
     std::unique_ptr<Stream> err;
   };
@@ -67,7 +80,11 @@ class JobSupervisor {
   void handle_stop_signals();
   void handle_abort_requests();
   void reap_ranks();
+  // Once the cause of the failures observed so far is settled - or at once when `now`, because
+  // something else is about to stop the job - names it and the others and stops the job.
+  void settle_failures(bool now);
   void handle_deadlines();
+  void check_pmix_server(Clock::time_point now);
   void forward_output(Stream& stream);
   int poll_timeout_ms() const;
   bool any_stream_open() const;
@@ -81,9 +98,12 @@ class JobSupervisor {
 
   SupervisorSettings settings_;
   PmixHostServer& server_;
+  ServerStallWatch* stall_watch_;
   std::vector<Rank> ranks_;
   Clock::time_point started_ = Clock::now();
   std::optional<int> exit_code_;
+  // Failures observed before the launcher stopped the job, in the order observed.
+  std::vector<RankFailure> unsettled_failures_;
   std::optional<Clock::time_point> kill_deadline_;
   std::optional<Clock::time_point> drain_deadline_;
   bool killed_ = false;

@@ -25,15 +25,19 @@ std::variant<LaunchOptions, int> parse_launch_options(const std::vector<std::str
   app.footer(
       "Usage: riseml-launch -n N [options] [--] program [args...]\n"
       "Everything from the program name on is passed to the program. Exit status: 0 when all "
-      "ranks exit 0; else the first failed rank's status (128+signal when killed by a signal), "
-      "the PMIx_Abort status, 128+signal when riseml-launch itself got SIGINT/SIGTERM/SIGHUP, "
-      "or 124 after --timeout.");
+      "ranks exit 0; else the status of the rank blamed for the failure (the first to fail, but "
+      "one killed by a signal within a second of the first failure before ranks that exited "
+      "non-zero; 128+signal when killed by a signal), the PMIx_Abort status, 128+signal when "
+      "riseml-launch itself got SIGINT/SIGTERM/SIGHUP, 124 after --timeout, or 125 when the "
+      "embedded PMIx server stopped responding (--pmix-stall-timeout).");
   // Everything from the program name on belongs to the program, options included.
   app.prefix_command();
 
   LaunchOptions options;
   double timeout_seconds = 0;
   double grace_seconds = 5;
+  double finalize_seconds = 5;
+  double stall_seconds = 10;
   app.add_option("-n,--np", options.ranks, "number of processes (ranks) to start")
       ->required()
       ->check(CLI::Range(1, 4096));
@@ -44,6 +48,15 @@ std::variant<LaunchOptions, int> parse_launch_options(const std::vector<std::str
       ->check(CLI::PositiveNumber);
   app.add_option("--stop-grace", grace_seconds,
                  "seconds between SIGTERM and SIGKILL when stopping ranks (default 5)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--finalize-timeout", finalize_seconds,
+                 "seconds the PMIx server may take to shut down after the ranks ended; past "
+                 "that, riseml-launch says so and exits with the ranks' status (default 5)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--pmix-stall-timeout", stall_seconds,
+                 "stop the job (exit status 125) when the embedded PMIx server leaves a request "
+                 "unanswered this many seconds: it is stuck and ranks would hang in PMIx_Init "
+                 "(default 10; 0 turns the check off)")
       ->check(CLI::NonNegativeNumber);
 
   std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 parses from the back
@@ -66,6 +79,12 @@ std::variant<LaunchOptions, int> parse_launch_options(const std::vector<std::str
   }
   if (app.count("--timeout") > 0) options.timeout = to_milliseconds(timeout_seconds);
   options.stop_grace = to_milliseconds(grace_seconds);
+  options.finalize_timeout = to_milliseconds(finalize_seconds);
+  if (std::chrono::milliseconds stall = to_milliseconds(stall_seconds); stall.count() > 0) {
+    options.pmix_stall_timeout = stall;
+  } else {
+    options.pmix_stall_timeout.reset();
+  }
   return options;
 }
 

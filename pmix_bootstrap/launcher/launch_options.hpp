@@ -1,5 +1,6 @@
 // The command line of riseml-launch:
-//   riseml-launch -n N [--tag-output] [--timeout S] [--stop-grace S] [--] program args...
+//   riseml-launch -n N [--tag-output] [--timeout S] [--stop-grace S] [--finalize-timeout S]
+//                 [--pmix-stall-timeout S] [--] program args...
 #pragma once
 
 #include <chrono>
@@ -16,6 +17,11 @@ struct LaunchOptions {
   std::optional<std::chrono::milliseconds> timeout;                // whole-job wall clock limit
   std::chrono::milliseconds stop_grace = std::chrono::seconds(5);  // SIGTERM -> SIGKILL
   std::vector<std::string> command;                                // program and its arguments
+  // How long the PMIx server may take to shut down after every rank exited 0.
+  std::chrono::milliseconds finalize_timeout = std::chrono::seconds(5);
+  // How long the PMIx server may leave a request of the stall check unanswered before the
+  // job is stopped (see server_stall_watch.hpp); nullopt: no check.
+  std::optional<std::chrono::milliseconds> pmix_stall_timeout = std::chrono::seconds(10);
 };
 
 // `args` excludes the program name. Returns the options, or the exit code to end with after

@@ -73,8 +73,11 @@ PmixHostServer::PmixHostServer(const std::string& tmpdir) {
 }
 
 PmixHostServer::~PmixHostServer() {
-  if (!abandoned_) PMIx_server_finalize();
   server_exists = false;
+}
+
+void PmixHostServer::finalize() {
+  PMIx_server_finalize();
 }
 
 std::vector<AbortRequest> PmixHostServer::take_abort_requests() {

@@ -21,17 +21,16 @@ class PmixHostServer {
   explicit PmixHostServer(const std::string& tmpdir);
   PmixHostServer(const PmixHostServer&) = delete;
   PmixHostServer& operator=(const PmixHostServer&) = delete;
+  // Does not finalize: PMIx_server_finalize can block forever (see teardown_watchdog.hpp), so
+  // the launcher either calls finalize() under a watchdog or leaves PMIx running and _exits.
   ~PmixHostServer();
 
-  // Skip PMIx_server_finalize in the destructor; see abandon_pmix_after_stop() in main.cpp.
-  void abandon() { abandoned_ = true; }
+  // PMIx_server_finalize. May block forever.
+  void finalize();
 
   // Abort requests that arrived (on PMIx's thread) since the last call; WakePipe::wake() is
   // called for each.
   std::vector<AbortRequest> take_abort_requests();
-
- private:
-  bool abandoned_ = false;
 };
 
 }  // namespace riseml::launch

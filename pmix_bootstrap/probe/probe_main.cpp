@@ -83,7 +83,9 @@ std::optional<std::string> host_of_card(const std::string& card, int rank,
 int run_probe(const ProbeOptions& options) {
   auto timeout =
       std::chrono::milliseconds(static_cast<long long>(options.fence_timeout_seconds * 1000.0));
-  std::unique_ptr<Session> session = riseml::pmix::init({timeout});
+  riseml::pmix::InitOptions init_options;
+  init_options.timeout = timeout;
+  std::unique_ptr<Session> session = riseml::pmix::init(init_options);
   const auto& facts = session->facts();
   print_line("probe rank=" + std::to_string(facts.rank) + " size=" + std::to_string(facts.size) +
              " local_rank=" + std::to_string(facts.local_rank) + " local_size=" +

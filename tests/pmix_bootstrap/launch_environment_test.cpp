@@ -46,6 +46,13 @@ TEST(LaunchEnvironment, OneTaskOrGarbageIsNotASiblingLaunch) {
       inspect_launch_environment(lookup_in({{"PMI_SIZE", "8"}})).sibling_tasks_without_pmix);
 }
 
+TEST(LaunchEnvironment, TheRankBeforeConnectingComesFromPmixRank) {
+  EXPECT_EQ(rank_before_connecting(lookup_in({{"PMIX_RANK", "3"}}), "n1"), "rank 3 on host n1");
+  EXPECT_EQ(rank_before_connecting(lookup_in({}), "n1"), "the process on host n1");
+  EXPECT_EQ(rank_before_connecting(lookup_in({{"PMIX_RANK", "x"}}), "n1"),
+            "the process on host n1");
+}
+
 TEST(LaunchEnvironment, HintNamesEveryWayToStart) {
   std::string hint = how_to_start_hint();
   EXPECT_NE(hint.find("srun --mpi=pmix"), std::string::npos);

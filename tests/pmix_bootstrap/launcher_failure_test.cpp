@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <regex>
 
 #include "probe_report.hpp"
@@ -43,6 +44,30 @@ class LauncherFailure : public ::testing::Test {
     return std::regex_search(text, std::regex(pattern));
   }
 
+  // A job of 4 shell ranks in which rank 3 is killed by SIGKILL and rank 2, noticing, exits 1
+  // (as a rank's peers do when it dies); ranks 0 and 1 wait to be stopped. `exit_reaped_first`:
+  // rank 3 dies only once the launcher has reaped rank 2 (as a big process that is slow to
+  // die is reaped after a peer's quick exit); otherwise rank 2 exits only once rank 3 is reaped.
+  ProcessResult launch_kill_and_exit(bool exit_reaped_first) {
+    std::string rank_3 = exit_reaped_first ? "touch $d/dying; reaped 2; kill -9 $$" : "kill -9 $$";
+    std::string rank_2 = exit_reaped_first ? "wait_for dying; exit 1" : "reaped 3; exit 1";
+    std::string script = "d=" + tmpdir_.path() + "/ranks; mkdir -p $d\n";
+    script += "echo $$ > $d/pid.$PMIX_RANK.tmp && mv $d/pid.$PMIX_RANK.tmp $d/pid.$PMIX_RANK\n";
+    script += "wait_for() { until [ -e $d/$1 ]; do sleep 0.01; done; }\n";
+    // kill -0 still reaches a zombie: it fails only once the launcher has reaped the rank.
+    script +=
+        "reaped() { p=$(cat $d/pid.$1); while kill -0 $p 2>/dev/null; do sleep 0.01; done; }\n";
+    script += "case $PMIX_RANK in\n";
+    script += "3) wait_for pid.2; " + rank_3 + " ;;\n";
+    script += "2) wait_for pid.3; " + rank_2 + " ;;\n";
+    script += "*) sleep 300 ;;\nesac\n: " + marker_;
+    return launch({"-n", "4", "sh", "-c", script});
+  }
+
+  // The directory launch_kill_and_exit's ranks share is not the launcher's: keep it out of
+  // the leftovers check.
+  void remove_rank_exchange() { std::filesystem::remove_all(tmpdir_.path() + "/ranks"); }
+
   ScratchTmpdir tmpdir_;
   std::string marker_ = unique_marker();
 };
@@ -65,9 +90,50 @@ TEST_F(LauncherFailure, ARankKilledByASignalStopsTheOthers) {
   ProcessResult result = launch({"-n", "4", kProbeProgram, "--kill-self", "9", "--on-rank", "1",
                                  "--fence-timeout", "30", "--marker", marker_});
   EXPECT_EQ(result.exit_code, 128 + 9) << result.err;
-  EXPECT_TRUE(
-      contains(result.err,
-               R"(riseml-launch: rank 1 \(pid \d+\) was killed by signal 9 \(Killed\); stopping)"))
+  // As above, the others may have finished their closing fence and ended by themselves.
+  EXPECT_TRUE(contains(result.err, R"(riseml-launch: rank 1 \(pid \d+\) was killed by signal 9 )"
+                                   R"(\(Killed\); (stopping|no other rank is running))"))
+      << result.err;
+  EXPECT_LT(result.elapsed, seconds(20));
+  expect_nothing_left();
+}
+
+TEST_F(LauncherFailure, ASignalDeathReapedAfterAPeersErrorExitIsBlamed) {
+  ProcessResult result = launch_kill_and_exit(true);
+  EXPECT_EQ(result.exit_code, 128 + SIGKILL) << result.err;
+  EXPECT_TRUE(contains(result.err, R"(^riseml-launch: rank 3 \(pid \d+\) was killed by signal 9 )"
+                                   R"(\(Killed\); stopping the other 2 ranks\n)"
+                                   R"(riseml-launch: also: rank 2 \(pid \d+\) exited with status )"
+                                   R"(1, (?:[0-9.]+ s earlier|at the same time)\n)"))
+      << result.err;
+  EXPECT_LT(result.elapsed, seconds(20));
+  remove_rank_exchange();
+  expect_nothing_left();
+}
+
+TEST_F(LauncherFailure, ASignalDeathReapedBeforeAPeersErrorExitIsBlamed) {
+  ProcessResult result = launch_kill_and_exit(false);
+  EXPECT_EQ(result.exit_code, 128 + SIGKILL) << result.err;
+  // Rank 2's exit comes after the launcher stopped the job: its answer to the stop, not news.
+  EXPECT_TRUE(contains(result.err, R"(^riseml-launch: rank 3 \(pid \d+\) was killed by signal 9 )"
+                                   R"(\(Killed\); stopping the other 3 ranks\n$)"))
+      << result.err;
+  EXPECT_LT(result.elapsed, seconds(20));
+  remove_rank_exchange();
+  expect_nothing_left();
+}
+
+TEST_F(LauncherFailure, ALateSignalDeathIsNamedButTheFirstFailureStaysTheCause) {
+  // Rank 1 exits 1; rank 3 is killed by SIGKILL (which the launcher never sends within the
+  // grace period) only once the launcher stops it, well after the blame window.
+  std::string script = "case $PMIX_RANK in 1) exit 1 ;; 3) trap 'kill -9 $$' TERM ;; esac; ";
+  script += "sleep 300 & wait; : " + marker_;
+  ProcessResult result = launch({"-n", "4", "sh", "-c", script});
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  EXPECT_TRUE(contains(result.err, R"(^riseml-launch: rank 1 \(pid \d+\) exited with status 1; )"
+                                   R"(stopping the other 3 ranks\n)"
+                                   R"(riseml-launch: also: rank 3 \(pid \d+\) was killed by )"
+                                   R"(signal 9 \(Killed\) while the job was being stopped\n$)"))
       << result.err;
   EXPECT_LT(result.elapsed, seconds(20));
   expect_nothing_left();

@@ -1,6 +1,7 @@
 #include "spawned_process.hpp"
 
 #include <fcntl.h>
+#include <grp.h>  // setgroups
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -56,7 +57,7 @@ void read_into(int& fd, std::string& sink) {
 }  // namespace
 
 SpawnedProcess::SpawnedProcess(const std::vector<std::string>& argv,
-                               const EnvironmentChanges& changes)
+                               const EnvironmentChanges& changes, std::optional<OtherUser> as)
     : started_(Clock::now()) {
   std::vector<std::string> arguments = argv;
   std::vector<std::string> environment = changed_environment(changes);
@@ -73,6 +74,11 @@ SpawnedProcess::SpawnedProcess(const std::vector<std::string>& argv,
     dup2(err[1], STDERR_FILENO);
     int null_fd = open("/dev/null", O_RDONLY);
     dup2(null_fd, STDIN_FILENO);
+    if (as && (setgroups(0, nullptr) != 0 || setgid(as->gid) != 0 || setuid(as->uid) != 0)) {
+      static const char message[] = "spawned_process: cannot become the other user\n";
+      [[maybe_unused]] ssize_t ignored = write(STDERR_FILENO, message, sizeof message - 1);
+      _exit(126);
+    }
     execvpe(argv_pointers[0], argv_pointers.data(), env_pointers.data());
     _exit(127);
   }
@@ -158,8 +164,8 @@ ProcessResult SpawnedProcess::wait(std::chrono::milliseconds timeout) {
 }
 
 ProcessResult run_process(const std::vector<std::string>& argv, const EnvironmentChanges& changes,
-                          std::chrono::milliseconds timeout) {
-  SpawnedProcess process(argv, changes);
+                          std::chrono::milliseconds timeout, std::optional<OtherUser> as) {
+  SpawnedProcess process(argv, changes, as);
   return process.wait(timeout);
 }
 

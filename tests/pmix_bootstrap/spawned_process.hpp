@@ -25,9 +25,16 @@ struct ProcessResult {
 // Variables to set (value) or remove (nullopt) relative to this process's environment.
 using EnvironmentChanges = std::map<std::string, std::optional<std::string>>;
 
+// Another user to run a program as, without supplementary groups (needs root).
+struct OtherUser {
+  uid_t uid;
+  gid_t gid;
+};
+
 class SpawnedProcess {
  public:
-  SpawnedProcess(const std::vector<std::string>& argv, const EnvironmentChanges& changes = {});
+  SpawnedProcess(const std::vector<std::string>& argv, const EnvironmentChanges& changes = {},
+                 std::optional<OtherUser> as = std::nullopt);
   SpawnedProcess(const SpawnedProcess&) = delete;
   SpawnedProcess& operator=(const SpawnedProcess&) = delete;
   // Kills the process group if the process still runs.
@@ -58,7 +65,8 @@ class SpawnedProcess {
 
 ProcessResult run_process(const std::vector<std::string>& argv,
                           const EnvironmentChanges& changes = {},
-                          std::chrono::milliseconds timeout = std::chrono::seconds(60));
+                          std::chrono::milliseconds timeout = std::chrono::seconds(60),
+                          std::optional<OtherUser> as = std::nullopt);
 
 // Removes every variable a launcher could have set, so a test is not fooled by running inside
 // srun or mpirun itself.

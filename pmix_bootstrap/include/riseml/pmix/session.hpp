@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -43,9 +44,13 @@ class Session {
 struct InitOptions {
   // Bounds the exchange init() itself may need (the job secret, when the launcher gave none).
   std::chrono::milliseconds timeout = std::chrono::minutes(5);
+  // Bounds PMIx_Init, which blocks for good when the PMIx server accepts the connection but
+  // never answers (a stuck server). Unset: RISEML_PMIX_INIT_TIMEOUT_S, else 60 s.
+  std::optional<std::chrono::milliseconds> pmix_init_timeout;
 };
 
-// Connects to the PMIx server that started this process. Without one, a lone process becomes
+// Connects to the PMIx server that started this process, giving up (BootstrapError) when the
+// server does not answer within options.pmix_init_timeout. Without one, a lone process becomes
 // rank 0 of 1; a process that was evidently started as one of several (srun without
 // --mpi=pmix, for instance) gets a BootstrapError that says how to start it. Collective when
 // the launcher provides no job secret: every rank must call it.
