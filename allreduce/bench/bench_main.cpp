@@ -1,7 +1,10 @@
 // riseml-bench: times our allreduce and, with --peers, Open MPI's and Gloo's on the same
-// buffers in the same run, in alternating rounds (this machine's numbers move 2-3x between
-// runs, so only numbers from one run compare). Prints the nccl-tests table per implementation
-// (busbw = algbw * 2(n-1)/n) and the busbw ratios; --csv/--plot write them out.
+// buffers in the same processes, by the same loops, one after the other (this machine's
+// numbers move 2-3x between runs, so only numbers from one run compare): back to back as
+// nccl-tests does (out of place and in place) and per call (barrier, one call, slowest rank).
+// Every round is a whole sweep, so a state that changes during the run shows as spread.
+// Prints a table per implementation and mode (busbw = algbw * 2(n-1)/n), the ratios, and with
+// --limit the memory-bound busbw of this machine; --csv/--plot write them out.
 //   riseml-launch -n 2 riseml-bench [--sizes ...] [--peers gloo]
 //   mpirun -np 2 riseml-bench --peers mpi,gloo
 #include <malloc.h>
@@ -22,9 +25,12 @@
 #include <vector>
 
 #include "bench_options.hpp"
+#include "bench_report.hpp"
 #include "contender.hpp"
 #include "kernels/half_float.hpp"
 #include "kernels/reduce_kernels.hpp"
+#include "measure.hpp"
+#include "memory_limit.hpp"
 
 #ifdef RISEML_BENCH_HAVE_MPI
 #include <mpi.h>
@@ -57,6 +63,9 @@ class OurContender : public Contender {
   bool supports(DataType, ReduceOp) const override { return true; }
   void run(const void* in, void* out, std::size_t count) override {
     comm_.allreduce(in, out, count, type_, op_, algo_);
+  }
+  void run_in_place(void* buffer, std::size_t count) override {
+    comm_.allreduce(buffer, buffer, count, type_, op_, algo_);
   }
 
  private:
@@ -109,31 +118,24 @@ double load(DataType t, const void* p, std::size_t i) {
   return 0;
 }
 
-struct Row {
-  std::size_t bytes = 0, count = 0;
-  double time_us = 0, algbw = 0, busbw = 0;
-  long long wrong = -1;  // -1: not supported
-};
-
-double max_over_ranks(Communicator& comm, double x) {
-  comm.allreduce(&x, &x, 1, DataType::float64, ReduceOp::max);
-  return x;
-}
-
 long long sum_over_ranks(Communicator& comm, long long x) {
   std::int64_t v = x;
   comm.allreduce(&v, &v, 1, DataType::int64, ReduceOp::sum);
   return v;
 }
 
+// Runs the contender once on the check pattern and counts wrong elements on all ranks.
 long long count_wrong(Communicator& comm, Contender& c, const BenchOptions& o, void* in,
-                      void* out, std::size_t count) {
+                      void* out, std::size_t count, bool in_place) {
   const int n = comm.size();
   for (std::size_t i = 0; i < count; ++i) store(o.type, in, i, pattern(o.op, comm.rank(), i));
   std::memset(out, 0, count * element_size(o.type));
-  if (c.in_place()) std::memcpy(out, in, count * element_size(o.type));
+  if (in_place) std::memcpy(out, in, count * element_size(o.type));
   comm.barrier();
-  c.run(in, out, count);
+  if (in_place)
+    c.run_in_place(out, count);
+  else
+    c.run(in, out, count);
   long long wrong = 0;
   for (std::size_t i = 0; i < count; ++i) {
     double want = expected(o.op, n, i);
@@ -149,51 +151,41 @@ long long count_wrong(Communicator& comm, Contender& c, const BenchOptions& o, v
   return sum_over_ranks(comm, wrong);
 }
 
-void print_table(const std::string& title, DataType type, ReduceOp op, const std::vector<Row>& rows) {
-  std::printf("#\n# %s\n", title.c_str());
-  std::printf("# %12s %12s %9s %8s %12s %11s %11s %8s\n", "size", "count", "type", "redop",
-              "time_us", "algbw_GBps", "busbw_GBps", "#wrong");
-  for (const Row& r : rows) {
-    if (r.wrong < 0) {
-      std::printf("  %12zu %12zu %9s %8s %12s %11s %11s %8s\n", r.bytes, r.count,
-                  std::string(to_string(type)).c_str(), std::string(to_string(op)).c_str(), "n/a", "n/a", "n/a", "n/a");
-      continue;
-    }
-    std::printf("  %12zu %12zu %9s %8s %12.2f %11.3f %11.3f %8lld\n", r.bytes, r.count,
-                std::string(to_string(type)).c_str(), std::string(to_string(op)).c_str(), r.time_us,
-                r.algbw, r.busbw, r.wrong);
-  }
-}
-
-int run_bench(Communicator& comm, const BenchOptions& o, bool under_mpirun) {
-  (void)under_mpirun;
-  const int n = comm.size();
-  const std::size_t esize = element_size(o.type);
+std::vector<std::unique_ptr<Contender>> make_contenders(Communicator& comm, const BenchOptions& o,
+                                                        bool under_mpirun) {
   std::vector<std::unique_ptr<Contender>> contenders;
   contenders.push_back(std::make_unique<OurContender>(comm, o.type, o.op, o.algorithm));
   if (o.mpi) {
 #ifdef RISEML_BENCH_HAVE_MPI
-    if (!under_mpirun) {
-      if (comm.rank() == 0)
-        std::fprintf(stderr, "riseml-bench: --peers mpi needs a start under mpirun\n");
-      return 2;
-    }
+    if (!under_mpirun) throw std::runtime_error("--peers mpi needs a start under mpirun");
     contenders.push_back(make_mpi_contender(o.type, o.op));
 #else
-    if (comm.rank() == 0) std::fprintf(stderr, "riseml-bench: built without MPI\n");
-    return 2;
+    (void)under_mpirun;
+    throw std::runtime_error("--peers mpi: built without MPI");
 #endif
   }
   if (o.gloo) {
 #ifdef RISEML_BENCH_HAVE_GLOO
     contenders.push_back(make_gloo_contender(comm, o.type, o.op));
 #else
-    if (comm.rank() == 0) std::fprintf(stderr, "riseml-bench: built without Gloo\n");
-    return 2;
+    throw std::runtime_error("--peers gloo: built without Gloo");
 #endif
   }
+  return contenders;
+}
 
-  std::size_t max_bytes = 0;
+int run_bench(Communicator& comm, const BenchOptions& o, bool under_mpirun) {
+  const int n = comm.size();
+  const std::size_t esize = element_size(o.type);
+  std::vector<std::unique_ptr<Contender>> contenders;
+  try {
+    contenders = make_contenders(comm, o, under_mpirun);
+  } catch (const std::runtime_error& e) {
+    if (comm.rank() == 0) std::fprintf(stderr, "riseml-bench: %s\n", e.what());
+    return 2;
+  }
+
+  std::size_t max_bytes = o.precondition_bytes;
   for (auto s : o.sizes) max_bytes = std::max(max_bytes, s);
   // Both buffers touched up front: no first-touch page faults inside the timed loops.
   std::vector<std::byte> in_buffer(max_bytes + 64), out_buffer(max_bytes + 64);
@@ -201,85 +193,102 @@ int run_bench(Communicator& comm, const BenchOptions& o, bool under_mpirun) {
   std::memset(out_buffer.data(), 0, out_buffer.size());
   void* in = in_buffer.data();
   void* out = out_buffer.data();
+  std::unique_ptr<MemoryLimit> limit;
+  if (o.limit) limit = std::make_unique<MemoryLimit>(o.type, max_bytes, n);
 
-  std::vector<std::vector<Row>> table(contenders.size());
-  for (std::size_t bytes : o.sizes) {
-    const std::size_t count = bytes / esize;
-    for (std::size_t i = 0; i < count; ++i) store(o.type, in, i, pattern(o.op, comm.rank(), i));
-    for (auto& c : contenders)
-      if (c->supports(o.type, o.op)) c->prepare(in, out, count);
-    // Iterations per round from a timed warm-up of ours, agreed on by all ranks.
-    comm.barrier();
-    auto t0 = Clock::now();
-    contenders[0]->run(in, out, count);
-    contenders[0]->run(in, out, count);
-    const double warm = max_over_ranks(comm, std::chrono::duration<double>(Clock::now() - t0).count() / 2);
-    const int iters = static_cast<int>(std::clamp(o.round_seconds / std::max(warm, 1e-7), 3.0, 2000.0));
-    for (auto& c : contenders)
-      if (c->supports(o.type, o.op)) c->run(in, out, count), c->run(in, out, count);
+  // The state a long job is in: many large calls before the measured ones.
+  for (int i = 0; i < o.precondition_calls; ++i)
+    contenders[0]->run_in_place(out, o.precondition_bytes / esize);
 
-    std::vector<double> best(contenders.size(), std::numeric_limits<double>::infinity());
-    for (int round = 0; round < o.rounds; ++round)
+  Results results(contenders.size(), o.sizes.size(), static_cast<std::size_t>(o.rounds));
+  std::vector<int> iterations(o.sizes.size(), 0);
+  const int calls_per_round = std::max(5, (o.calls + o.rounds - 1) / o.rounds);
+  for (int round = 0; round < o.rounds; ++round) {
+    for (std::size_t s = 0; s < o.sizes.size(); ++s) {
+      const std::size_t count = o.sizes[s] / esize;
+      for (std::size_t i = 0; i < count; ++i) store(o.type, in, i, pattern(o.op, comm.rank(), i));
+      std::memcpy(out, in, count * esize);
+      for (auto& c : contenders)
+        if (c->supports(o.type, o.op)) c->prepare(in, out, count);
+      if (iterations[s] == 0) {
+        // Iterations of a back-to-back loop, from a timed warm-up of ours, the same for all.
+        contenders[0]->run(in, out, count);
+        const double warm = time_back_to_back(comm, [&] { contenders[0]->run(in, out, count); }, 2);
+        iterations[s] = static_cast<int>(std::clamp(o.round_seconds / std::max(warm, 1e-7), 3.0, 5000.0));
+      }
+      const int iters = iterations[s];
       for (std::size_t k = 0; k < contenders.size(); ++k) {
         // Rotate the order every round so no contender always runs first.
         const std::size_t ci = (k + static_cast<std::size_t>(round)) % contenders.size();
         Contender& c = *contenders[ci];
         if (!c.supports(o.type, o.op)) continue;
-        comm.barrier();
-        const auto start = Clock::now();
-        for (int it = 0; it < iters; ++it) c.run(in, out, count);
-        const double t = std::chrono::duration<double>(Clock::now() - start).count() / iters;
-        best[ci] = std::min(best[ci], max_over_ranks(comm, t));
+        c.run_in_place(out, count);  // warm: its own buffers, its own connections
+        // Ours (contender 0) also counts how its ranks waited, summed over the ranks.
+        auto count_waits = [&](Cell& cell, int calls, const auto& timed) {
+          const WaitStats before = wait_stats();
+          timed();
+          if (ci != 0 || !o.wait_stats) return;
+          const WaitStats after = wait_stats();
+          const double d[] = {double(after.yields - before.yields), double(after.timed_sleeps - before.timed_sleeps),
+                              double(after.doorbell_sleeps - before.doorbell_sleeps), double(after.polls - before.polls),
+                              double(after.slept_ns - before.slept_ns)};
+          double sum[5];
+          for (int i = 0; i < 5; ++i) sum[i] = sum_over_ranks(comm, static_cast<long long>(d[i]));
+          cell.waits.yields += static_cast<std::uint64_t>(sum[0]);
+          cell.waits.timed_sleeps += static_cast<std::uint64_t>(sum[1]);
+          cell.waits.doorbell_sleeps += static_cast<std::uint64_t>(sum[2]);
+          cell.waits.polls += static_cast<std::uint64_t>(sum[3]);
+          cell.waits.slept_ns += static_cast<std::uint64_t>(sum[4]);
+          cell.waited_calls += static_cast<std::uint64_t>(calls);
+        };
+        if (o.back_to_back) {
+          if (c.out_of_place()) {
+            Cell& cell = results.at(ci, Mode::out_of_place, s);
+            count_waits(cell, iters, [&] {
+              cell.rounds.push_back(time_back_to_back(comm, [&] { c.run(in, out, count); }, iters));
+            });
+          }
+          Cell& cell = results.at(ci, Mode::in_place, s);
+          count_waits(cell, iters, [&] {
+            cell.rounds.push_back(time_back_to_back(comm, [&] { c.run_in_place(out, count); }, iters));
+          });
+        }
+        if (o.per_call) {
+          Cell& cell = results.at(ci, Mode::per_call, s);
+          count_waits(cell, calls_per_round, [&] {
+            const auto times = time_per_call(comm, [&] { c.run_in_place(out, count); }, calls_per_round);
+            cell.rounds.push_back(quantile(times, 0.5));
+            cell.calls.insert(cell.calls.end(), times.begin(), times.end());
+          });
+        }
       }
+      if (limit) results.limit(s).rounds.push_back(limit->seconds(comm, o.sizes[s], iters));
+    }
+  }
+  // Every result checked after the timed rounds, both ways each contender runs.
+  for (std::size_t s = 0; s < o.sizes.size(); ++s) {
+    const std::size_t count = o.sizes[s] / esize;
     for (std::size_t ci = 0; ci < contenders.size(); ++ci) {
-      Row r;
-      r.bytes = count * esize;
-      r.count = count;
-      if (contenders[ci]->supports(o.type, o.op)) {
-        r.time_us = best[ci] * 1e6;
-        r.algbw = static_cast<double>(r.bytes) / best[ci] / 1e9;
-        r.busbw = r.algbw * 2.0 * (n - 1) / n;
-        r.wrong = count_wrong(comm, *contenders[ci], o, in, out, count);
+      Contender& c = *contenders[ci];
+      if (!c.supports(o.type, o.op)) continue;
+      c.prepare(in, out, count);
+      const long long wrong_in = count_wrong(comm, c, o, in, out, count, true);
+      const long long wrong_out = c.out_of_place() ? count_wrong(comm, c, o, in, out, count, false) : 0;
+      for (Mode m : {Mode::out_of_place, Mode::in_place, Mode::per_call}) {
+        Cell& cell = results.at(ci, m, s);
+        if (!cell.rounds.empty()) cell.wrong = m == Mode::out_of_place ? wrong_out : wrong_in;
       }
-      table[ci].push_back(r);
     }
   }
 
   if (comm.rank() == 0) {
-    std::printf("# riseml-bench: %d ranks, %s %s, %d alternating rounds per size, best round "
-                "reported (time = slowest rank)\n",
-                n, std::string(to_string(o.type)).c_str(), std::string(to_string(o.op)).c_str(), o.rounds);
-    for (std::size_t ci = 0; ci < contenders.size(); ++ci)
-      print_table(contenders[ci]->description(), o.type, o.op, table[ci]);
-    if (contenders.size() > 1) {
-      std::printf("#\n# busbw ratio, riseml / peer\n# %12s", "size");
-      for (std::size_t ci = 1; ci < contenders.size(); ++ci)
-        std::printf(" %10s", ("vs " + contenders[ci]->name()).c_str());
-      std::printf("\n");
-      for (std::size_t s = 0; s < o.sizes.size(); ++s) {
-        std::printf("  %12zu", table[0][s].bytes);
-        for (std::size_t ci = 1; ci < contenders.size(); ++ci) {
-          if (table[ci][s].wrong < 0 || table[ci][s].busbw <= 0)
-            std::printf(" %10s", "n/a");
-          else
-            std::printf(" %10.2f", table[0][s].busbw / table[ci][s].busbw);
-        }
-        std::printf("\n");
-      }
-    }
+    Report report(o, n, results);
+    for (auto& c : contenders) report.add_contender(c->name(), c->description());
+    report.print(stdout);
     std::fflush(stdout);
     std::string csv = o.csv;
     if (csv.empty() && !o.plot.empty()) csv = o.plot + ".csv";
-    if (!csv.empty()) {
-      std::ofstream f(csv);
-      f << "impl,size,count,type,redop,time_us,algbw_GBps,busbw_GBps,wrong,ranks\n";
-      for (std::size_t ci = 0; ci < contenders.size(); ++ci)
-        for (const Row& r : table[ci])
-          if (r.wrong >= 0)
-            f << contenders[ci]->name() << ',' << r.bytes << ',' << r.count << ','
-              << to_string(o.type) << ',' << to_string(o.op) << ',' << r.time_us << ','
-              << r.algbw << ',' << r.busbw << ',' << r.wrong << ',' << n << '\n';
-    }
+    if (!csv.empty()) report.write_csv(csv);
     if (!o.plot.empty()) {
       const std::string cmd = std::string("/usr/bin/python3 '") + RISEML_BENCH_PLOT_SCRIPT + "' '" +
                               csv + "' '" + o.plot + "'";
@@ -287,10 +296,7 @@ int run_bench(Communicator& comm, const BenchOptions& o, bool under_mpirun) {
         std::fprintf(stderr, "riseml-bench: plotting failed (python3-matplotlib?); data in %s\n", csv.c_str());
     }
   }
-  long long wrong = 0;
-  for (auto& rows : table)
-    for (auto& r : rows) wrong += std::max(0LL, r.wrong);
-  return wrong ? 1 : 0;
+  return results.total_wrong() ? 1 : 0;
 }
 
 }  // namespace

@@ -11,9 +11,14 @@ namespace {
 
 const char* kUsage =
     "usage: riseml-bench [--sizes 4K,64K,1M,16M,64M,256M] [--dtype float32] [--op sum]\n"
-    "                    [--algo auto|ring|hd|hierarchical] [--peers mpi,gloo] [--rounds 3]\n"
-    "                    [--round-seconds 0.15] [--plot FILE.png] [--csv FILE.csv]\n"
-    "Start it with riseml-launch -n N (PMIx) or mpirun -np N (needed for --peers mpi).\n";
+    "                    [--algo auto|ring|hd|hierarchical] [--peers mpi,gloo]\n"
+    "                    [--modes back-to-back,per-call] [--rounds 3] [--round-seconds 0.1]\n"
+    "                    [--calls 100] [--limit] [--wait-stats] [--precondition 100x256M]\n"
+    "                    [--plot FILE.png] [--csv FILE.csv]\n"
+    "Start it with riseml-launch -n N (PMIx) or mpirun -np N (needed for --peers mpi).\n"
+    "back-to-back: iterations in a row as nccl-tests times them, out of place and in place;\n"
+    "per-call: a barrier, one in-place call, the slowest rank's time, median and p10/p90.\n"
+    "Every round is a whole sweep; busbw is the median round, with the lowest and highest.\n";
 
 [[noreturn]] void usage_error(const std::string& what) {
   std::fprintf(stderr, "riseml-bench: %s\n%s", what.c_str(), kUsage);
@@ -78,11 +83,34 @@ BenchOptions parse_bench_options(int argc, char** argv) {
           else if (p == "gloo") o.gloo = true;
           else usage_error("unknown peer " + p + " (mpi, gloo)");
         }
+      } else if (arg == "--modes") {
+        o.back_to_back = o.per_call = false;
+        for (auto& m : split(value())) {
+          if (m == "back-to-back" || m == "nccl") o.back_to_back = true;
+          else if (m == "per-call") o.per_call = true;
+          else usage_error("unknown mode " + m + " (back-to-back, per-call)");
+        }
+        if (!o.back_to_back && !o.per_call) usage_error("--modes names no mode");
       } else if (arg == "--rounds") {
         o.rounds = std::stoi(value());
         if (o.rounds < 1) usage_error("--rounds must be at least 1");
       } else if (arg == "--round-seconds") {
         o.round_seconds = std::stod(value());
+        if (!(o.round_seconds > 0)) usage_error("--round-seconds must be positive");
+      } else if (arg == "--calls") {
+        o.calls = std::stoi(value());
+        if (o.calls < 1) usage_error("--calls must be at least 1");
+      } else if (arg == "--limit") {
+        o.limit = true;
+      } else if (arg == "--wait-stats") {
+        o.wait_stats = true;
+      } else if (arg == "--precondition") {
+        const std::string v = value();
+        const auto x = v.find('x');
+        if (x == std::string::npos) usage_error("--precondition wants NxSIZE, e.g. 100x256M");
+        o.precondition_calls = std::stoi(v.substr(0, x));
+        o.precondition_bytes = parse_size(v.substr(x + 1));
+        if (o.precondition_calls < 0) usage_error("--precondition: N must not be negative");
       } else if (arg == "--plot") {
         o.plot = value();
       } else if (arg == "--csv") {

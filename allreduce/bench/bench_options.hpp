@@ -15,11 +15,21 @@ struct BenchOptions {
   DataType type = DataType::float32;
   ReduceOp op = ReduceOp::sum;
   Algorithm algorithm = Algorithm::automatic;
-  bool mpi = false, gloo = false;   // --peers mpi,gloo
-  int rounds = 3;                   // alternating rounds per size; the best round is reported
-  double round_seconds = 0.15;      // target duration of one round of one implementation
-  std::string plot;                 // --plot FILE.png
-  std::string csv;                  // --csv FILE.csv
+  bool mpi = false, gloo = false;  // --peers mpi,gloo
+  // --modes: back-to-back (nccl-tests: iterations in a row, out of place and in place) and/or
+  // per-call (barrier, one call, slowest rank).
+  bool back_to_back = true, per_call = true;
+  int rounds = 3;              // whole sweeps; medians over rounds, with the spread
+  double round_seconds = 0.1;  // back-to-back: target time of one timed loop
+  int calls = 100;             // per-call: calls per size over all rounds (at least 5 a round)
+  bool limit = false;          // --limit: the memory-bound busbw row
+  bool wait_stats = false;     // --wait-stats: how our ranks waited (yields, sleeps) per call
+  // --precondition NxSIZE: N of our allreduces of SIZE before the sweep (the state a long
+  // training job is in).
+  int precondition_calls = 0;
+  std::size_t precondition_bytes = 0;
+  std::string plot;  // --plot FILE.png
+  std::string csv;   // --csv FILE.csv
 };
 
 // Parses argv; prints usage and exits on --help or a bad argument.

@@ -1,5 +1,5 @@
 // One allreduce implementation the benchmark times: ours, Open MPI's or Gloo's. All run on the
-// same buffers in the same process, in alternating rounds.
+// same buffers in the same process, timed by the same loops, one after the other.
 #pragma once
 
 #include <riseml/datatype.hpp>
@@ -15,11 +15,14 @@ class Contender {
   virtual std::string name() const = 0;
   virtual std::string description() const { return name(); }
   virtual bool supports(DataType type, ReduceOp op) const = 0;
-  // Called once per size, outside the timed loop (Gloo builds its algorithm object here).
+  // Called once per size, outside the timed loops, with the buffers the runs will use (Gloo
+  // builds its algorithm object on `out` here).
   virtual void prepare(const void* in, void* out, std::size_t count) { (void)in, (void)out, (void)count; }
-  // One allreduce; in-place contenders reduce `out` (the caller copies `in` there to check).
+  // One allreduce of `in` into `out`; only when out_of_place() (Gloo reduces in place only).
   virtual void run(const void* in, void* out, std::size_t count) = 0;
-  virtual bool in_place() const { return false; }
+  virtual bool out_of_place() const { return true; }
+  // One allreduce of `buffer` in place (the `out` given to prepare()).
+  virtual void run_in_place(void* buffer, std::size_t count) = 0;
 };
 
 }  // namespace riseml::bench

@@ -51,7 +51,7 @@ class GlooContender : public Contender {
            (t == DataType::float32 || t == DataType::float64 || t == DataType::int32 ||
             t == DataType::int64 || t == DataType::float16);
   }
-  bool in_place() const override { return true; }
+  bool out_of_place() const override { return false; }
 
   void prepare(const void*, void* out, std::size_t count) override {
     switch (type_) {
@@ -64,6 +64,7 @@ class GlooContender : public Contender {
     }
   }
   void run(const void*, void*, std::size_t) override { algorithm_->run(); }
+  void run_in_place(void*, std::size_t) override { algorithm_->run(); }
 
  private:
   template <class T>

@@ -26,6 +26,10 @@ class MpiContender : public Contender {
   void run(const void* in, void* out, std::size_t count) override {
     MPI_Allreduce(in, out, static_cast<int>(count), mpi_type(type_), mpi_op(op_), MPI_COMM_WORLD);
   }
+  void run_in_place(void* buffer, std::size_t count) override {
+    MPI_Allreduce(MPI_IN_PLACE, buffer, static_cast<int>(count), mpi_type(type_), mpi_op(op_),
+                  MPI_COMM_WORLD);
+  }
 
  private:
   static MPI_Datatype mpi_type(DataType t) {

@@ -9,11 +9,12 @@ bench=${1:?usage: allreduce_across_nodes.sh RISEML_BENCH}
 need_nodes 2
 for algo in auto ring hd hierarchical; do
   out=$(run_bounded srun -N2 -n4 --mpi=pmix --time=1 "$bench" --algo "$algo" \
-    --sizes 4K,65K,1M,9M --rounds 1)
+    --sizes 4K,65K,1M,9M --rounds 1 --calls 5)
   grep -q '^# riseml: transports \[.*tcp' <<<"$out" ||
     fail "$algo: no TCP between the nodes:"$'\n'"$out"
+  # Three tables (back to back out of place and in place, per call) of 4 sizes each.
   rows=$(grep -E '^ +[0-9]+ +[0-9]+ +float32' <<<"$out" || true)
-  [ "$(grep -c . <<<"$rows")" -eq 4 ] || fail "$algo: want 4 result rows:"$'\n'"$out"
+  [ "$(grep -c . <<<"$rows")" -eq 12 ] || fail "$algo: want 12 result rows:"$'\n'"$out"
   wrong=$(awk '{ s += $NF } END { print s }' <<<"$rows")
   [ "$wrong" = 0 ] || fail "$algo: $wrong wrong elements:"$'\n'"$out"
 done

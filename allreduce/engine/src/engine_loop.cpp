@@ -85,6 +85,7 @@ void EngineLoop::shutdown() {
     shutdown_requested_ = true;
   }
   wake_.notify_all();
+  wake_if_parked();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -162,31 +163,58 @@ Handle EngineLoop::enqueue(Request request) {
                               "riseml: join called again on rank " + std::to_string(rank_) +
                                   " before the previous join completed");
       join_handle_ = handle;
-      return Handle(handle);
+    } else {
+      if (join_handle_)
+        throw CollectiveError(ErrorKind::invalid_argument,
+                              "riseml: " + std::string(kind_name(request.kind)) + " '" +
+                                  request.name + "' submitted on rank " + std::to_string(rank_) +
+                                  " after join(); wait for the join to complete first");
+      if (request.kind == OpKind::barrier) request.name = "barrier." + std::to_string(barriers_++);
+      std::string name = request.name;
+      auto [it, inserted] =
+          in_flight_.try_emplace(name, Local{std::move(request), handle, Clock::now(), std::move(ready)});
+      if (!inserted)
+        throw CollectiveError(ErrorKind::invalid_argument,
+                              "riseml: a tensor named '" + name + "' is already in flight on rank " +
+                                  std::to_string(rank_) + "; names must be unique until completed");
+      incoming_.push_back(name);
     }
-    if (join_handle_)
-      throw CollectiveError(ErrorKind::invalid_argument,
-                            "riseml: " + std::string(kind_name(request.kind)) + " '" +
-                                request.name + "' submitted on rank " + std::to_string(rank_) +
-                                " after join(); wait for the join to complete first");
-    if (request.kind == OpKind::barrier) request.name = "barrier." + std::to_string(barriers_++);
-    std::string name = request.name;
-    auto [it, inserted] =
-        in_flight_.try_emplace(name, Local{std::move(request), handle, Clock::now(), std::move(ready)});
-    if (!inserted)
-      throw CollectiveError(ErrorKind::invalid_argument,
-                            "riseml: a tensor named '" + name + "' is already in flight on rank " +
-                                std::to_string(rank_) + "; names must be unique until completed");
-    incoming_.push_back(name);
   }
+  wake_if_parked();
   return Handle(handle);
+}
+
+void EngineLoop::wake_if_parked() {
+  // Seen parked (after the request was queued under the mutex): it may not have seen the
+  // request, so wake it. Seen not parked: it looks at the queue before it parks.
+  if (parked_.load(std::memory_order_seq_cst)) comm_->interrupt_wait();
+}
+
+bool EngineLoop::has_local_work() {
+  std::lock_guard lock(mutex_);
+  return !incoming_.empty() || shutdown_requested_ || (join_handle_ && !join_sent_);
+}
+
+bool EngineLoop::globally_idle() const {
+  // The same on every rank (the table is): nothing submitted anywhere that is not finished,
+  // nobody joined, no stall verdict to send.
+  return table_.empty() && stall_outbox_.empty() &&
+         std::none_of(joined_.begin(), joined_.end(), [](bool j) { return j; });
 }
 
 void EngineLoop::run() {
   auto next = Clock::now();
   try {
+    bool idle = false;
     while (true) {
-      {
+      if (idle) {
+        // Nothing pending on any rank: no cycling. Sleep until this rank gets work or a peer
+        // starts the next cycle (its message wakes this rank), at most kIdleWait.
+        parked_.store(true, std::memory_order_seq_cst);
+        comm_->wait_for_peers(kIdleWait, [&] { return has_local_work(); });
+        parked_.store(false, std::memory_order_seq_cst);
+        next = Clock::now();
+      } else {
         std::unique_lock lock(mutex_);
         next += options_.cycle_time;
         wake_.wait_until(lock, next, [&] { return shutdown_requested_; });
@@ -194,6 +222,7 @@ void EngineLoop::run() {
       const auto now = Clock::now();
       if (next < now) next = now;
       if (!cycle()) break;
+      idle = globally_idle();
     }
   } catch (const CollectiveError& e) {
     stop_all(e);

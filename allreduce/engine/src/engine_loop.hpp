@@ -9,6 +9,7 @@
 #include <riseml/communicator.hpp>
 #include <riseml/engine/engine.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -62,6 +63,10 @@ class EngineLoop {
 
   void validate(const Request& r) const;
   void run();
+  // The idle wait: parked while no rank has anything pending.
+  void wake_if_parked();
+  bool has_local_work();
+  bool globally_idle() const;
   bool cycle();  // false: the engine stops
   bool is_ready(const Global& g) const;
   std::optional<CollectiveError> check_agreement(const Global& g) const;
@@ -104,6 +109,9 @@ class EngineLoop {
   bool shutdown_requested_ = false;
   std::shared_ptr<HandleState> join_handle_;
   bool stopped_ = false;
+  std::atomic<bool> parked_{false};
+  // A parked engine still cycles this often (a peer that died while all were idle is found).
+  static constexpr std::chrono::milliseconds kIdleWait{1000};
   int gpu_device_ = -1;  // the CUDA device of this rank's GPU tensors (one per process)
   std::optional<CollectiveError> stop_error_;
 

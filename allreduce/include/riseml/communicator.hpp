@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -100,6 +101,14 @@ class Communicator {
   void reduce_scatter(const void* in, void* out, std::size_t count, DataType type, ReduceOp op);
 
   void barrier();
+
+  // Between calls, for a thread that runs collectives only when some rank has work (the
+  // engine's idle wait): blocks until a peer has sent this rank something (it started the next
+  // collective), until `has_local_work` (asked after every wake-up) says yes, or until
+  // `timeout`, using no CPU meanwhile. interrupt_wait() (any thread) makes it ask
+  // has_local_work again: call it after giving the waiting thread work.
+  void wait_for_peers(std::chrono::milliseconds timeout, const std::function<bool()>& has_local_work);
+  void interrupt_wait() noexcept;
 
   // Which algorithm `allreduce` would run for this many bytes (after RISEML_ALGORITHM).
   Algorithm algorithm_for(std::size_t bytes) const;

@@ -51,6 +51,13 @@ int Communicator::rank() const { return context_->rank(); }
 int Communicator::size() const { return context_->size(); }
 std::string Communicator::describe_transports() const { return context_->describe_transports(); }
 
+void Communicator::wait_for_peers(std::chrono::milliseconds timeout,
+                                  const std::function<bool()>& has_local_work) {
+  context_->wait_for_peers(timeout, has_local_work);
+}
+
+void Communicator::interrupt_wait() noexcept { context_->interrupt_wait(); }
+
 Algorithm Communicator::algorithm_for(std::size_t bytes) const {
   const Context& c = *context_;
   Algorithm a = c.options().algorithm;

@@ -3,11 +3,14 @@
 // runs the same sequence of rendezvous fences whatever transports it needs itself.
 #include "context.hpp"
 
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <riseml/collective_error.hpp>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -75,14 +78,66 @@ Context::Context(Rendezvous& rendezvous, const CommunicatorOptions& options)
   try {
     exchange_host_facts(rendezvous);
     build_layout();
+    spin_time_ = env::spin_time(static_cast<int>(local_ranks_.size()));
     connect(rendezvous);
   } catch (const RendezvousError& e) {
     throw CollectiveError(ErrorKind::setup,
                           "rank " + std::to_string(rank_) + ": rendezvous failed: " + e.what());
   }
+  for (const auto& l : links_)
+    if (l && l->doorbell()) doorbell_ = l->doorbell();
+  interrupt_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (interrupt_fd_ < 0) throw CollectiveError(ErrorKind::system, std::string("eventfd: ") + std::strerror(errno));
 }
 
-Context::~Context() = default;
+Context::~Context() {
+  if (interrupt_fd_ >= 0) ::close(interrupt_fd_);
+}
+
+void Context::wait_for_peers(std::chrono::milliseconds timeout,
+                             const std::function<bool()>& has_local_work) {
+  using Clock = std::chrono::steady_clock;
+  const auto until = Clock::now() + timeout;
+  // Sockets (and the in-process fabric) are polled with the interrupt eventfd; shared memory
+  // has no descriptor, its peers ring this rank's doorbell instead.
+  std::vector<pollfd> fds{{interrupt_fd_, POLLIN, 0}};
+  for (const auto& l : links_)
+    if (l && l->incoming_fd() >= 0 &&
+        std::none_of(fds.begin(), fds.end(), [&](const pollfd& p) { return p.fd == l->incoming_fd(); }))
+      fds.push_back({l->incoming_fd(), POLLIN, 0});
+  for (;;) {
+    std::uint64_t drained;
+    while (::read(interrupt_fd_, &drained, sizeof drained) > 0) {
+    }
+    // Announced as a sleeper before looking, so a peer's message or an interrupt that comes
+    // after the look rings the doorbell (doorbell.hpp).
+    const std::uint32_t armed_at = doorbell_ ? doorbell_->arm() : 0;
+    bool ready = has_local_work();
+    for (const auto& l : links_) ready = ready || (l && l->has_incoming());
+    const auto now = Clock::now();
+    if (ready || now >= until) {
+      if (doorbell_) doorbell_->disarm();
+      return;
+    }
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - now) +
+                      std::chrono::milliseconds(1);
+    if (doorbell_ && fds.size() == 1) {
+      doorbell_->sleep(armed_at, std::min<std::chrono::microseconds>(left, std::chrono::seconds(1)));
+    } else if (doorbell_) {
+      // Shared memory and sockets: short sleeps on the doorbell, then a look at the sockets.
+      doorbell_->sleep(armed_at, std::chrono::milliseconds(2));
+      ::poll(fds.data(), fds.size(), 0);
+    } else {
+      ::poll(fds.data(), fds.size(), static_cast<int>(std::min<long long>(left.count(), 1000)));
+    }
+  }
+}
+
+void Context::interrupt_wait() noexcept {
+  const std::uint64_t one = 1;
+  [[maybe_unused]] const auto n = ::write(interrupt_fd_, &one, sizeof one);
+  if (doorbell_) doorbell_->ring();
+}
 
 std::string Context::name(int r) const {
   std::string s = "rank " + std::to_string(r);

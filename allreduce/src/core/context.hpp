@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -15,6 +16,8 @@
 #include "../transport/link.hpp"
 
 namespace riseml {
+
+struct Doorbell;
 
 struct PeerInfo {
   std::string host;       // hostname, for messages
@@ -52,6 +55,9 @@ class Context {
   bool uniform_hosts() const { return uniform_hosts_; }               // same #ranks on every host
   int hosts() const { return hosts_; }
 
+  // How long a wait on shared memory spins before sleeping (RISEML_SPIN_US).
+  std::chrono::microseconds spin_time() const { return spin_time_; }
+
   // Deadline of the call in progress.
   std::chrono::steady_clock::time_point deadline() const { return deadline_; }
   void start_call() { deadline_ = std::chrono::steady_clock::now() + options_.timeout; }
@@ -65,6 +71,10 @@ class Context {
   void throw_if_failed() const;
 
   std::string describe_transports() const;
+
+  // See Communicator::wait_for_peers / interrupt_wait.
+  void wait_for_peers(std::chrono::milliseconds timeout, const std::function<bool()>& has_local_work);
+  void interrupt_wait() noexcept;
 
  private:
   void exchange_host_facts(Rendezvous& rendezvous);
@@ -80,8 +90,11 @@ class Context {
   int local_index_ = 0, column_index_ = 0, hosts_ = 1;
   bool uniform_hosts_ = true;
   std::chrono::steady_clock::time_point deadline_{};
+  std::chrono::microseconds spin_time_{50};
   std::uint64_t sequence_ = 0;
   std::vector<std::byte> scratch_[3];
+  int interrupt_fd_ = -1;         // an eventfd: wakes wait_for_peers when it polls
+  Doorbell* doorbell_ = nullptr;  // this rank's, when it has shared-memory peers
   bool failed_ = false;
   ErrorKind failure_kind_ = ErrorKind::aborted;
   std::string failure_;

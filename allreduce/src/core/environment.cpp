@@ -1,5 +1,7 @@
 #include "environment.hpp"
 
+#include <sched.h>
+
 #include <riseml/collective_error.hpp>
 #include <riseml/communicator.hpp>
 
@@ -45,6 +47,15 @@ std::uint64_t shm_slot_bytes(std::uint32_t channels, std::uint32_t slots) {
   std::uint64_t bytes = budget / std::max<std::uint64_t>(1, std::uint64_t(channels) * slots);
   bytes = std::clamp<std::uint64_t>(bytes, 16 << 10, 128 << 10);
   return bytes & ~std::uint64_t{4095};
+}
+
+std::chrono::microseconds spin_time(int local_ranks) {
+  if (const char* v = get("RISEML_SPIN_US"))
+    return std::chrono::microseconds(parse_number("RISEML_SPIN_US", v, 0, 1000000));
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  const int usable = ::sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+  return std::chrono::microseconds(local_ranks > usable ? 2 : 50);
 }
 
 std::size_t small_message_bytes() {

@@ -1,6 +1,7 @@
 // The RISEML_* environment variables the core reads, parsed in one place.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 
@@ -11,6 +12,10 @@ int shm_slots();
 // RISEML_SHM_SLOT_KIB: bytes per slot; by default 128 KiB, less when a host has so many ranks
 // that a rank's segment would pass 16 MiB.
 std::uint64_t shm_slot_bytes(std::uint32_t channels, std::uint32_t slots);
+// RISEML_SPIN_US: how long a rank waiting on shared memory spins before it sleeps on its
+// doorbell; by default 50 us, or 2 us when the host has more ranks than this rank may use CPUs
+// (a spinning rank then keeps its peer from running).
+std::chrono::microseconds spin_time(int local_ranks);
 // RISEML_SMALL_BYTES (default 64 KiB): allreduce below this size uses halving-doubling.
 std::size_t small_message_bytes();
 

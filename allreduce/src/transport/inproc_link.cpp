@@ -80,6 +80,12 @@ void InprocLink::begin_recv(const CallTag& tag, std::size_t bytes, std::byte* di
 
 std::size_t InprocLink::received_bytes() const { return received_; }
 
+bool InprocLink::has_incoming() {
+  auto& box = fabric_->mailbox(peer_, self_);
+  std::lock_guard lock(box.mutex);
+  return !box.queue.empty();
+}
+
 bool InprocLink::progress_recv(bool& moved) {
   InprocFabric::Message m;
   fabric_->drain(self_);  // before looking: a message queued after this wakes the next poll

@@ -58,6 +58,8 @@ class InprocLink : public Link {
   std::size_t received_bytes() const override;
   int wait_fd(bool sending, short* events) const override;
   void check_peer() override {}
+  bool has_incoming() override;
+  int incoming_fd() const override { return fabric_->wakeup_fd(self_); }
   void check_pending(const CallTag& current) override;
   void abort(const std::string& reason) noexcept override;
 

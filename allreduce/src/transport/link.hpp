@@ -48,6 +48,16 @@ class Link {
   static constexpr int kNothingToWaitFor = -2;
   virtual int wait_fd(bool sending, short* events) const = 0;
 
+  // The doorbell this rank may sleep on until the peer moves on this link (shared memory), or
+  // null (see doorbell.hpp).
+  virtual struct Doorbell* doorbell() const { return nullptr; }
+
+  // Between calls: whether the peer has already sent something this rank has not read (the
+  // start of the next collective), and a file descriptor that becomes readable when it does
+  // (-1: none; shared memory rings the doorbell instead).
+  virtual bool has_incoming() = 0;
+  virtual int incoming_fd() const { return -1; }
+
   // Throws CollectiveError(peer_failed) when the peer is known to be gone. Cheap enough to call
   // every few milliseconds while waiting.
   virtual void check_peer() = 0;

@@ -46,14 +46,19 @@ void ShmLink::begin_send(const CallTag& tag, const std::byte* data, std::size_t 
 
 bool ShmLink::progress_send(bool& moved, std::size_t ready) {
   ShmChannelControl& ctl = mine_->control(my_channel_);
+  bool published = false;
+  auto done = [&](bool all) {
+    if (published) theirs_->header().doorbell.ring();  // the peer may sleep waiting for it
+    return all;
+  };
   while (!send_started_ || sent_ < send_bytes_) {
     const std::uint64_t consumed = ctl.consumed.load(std::memory_order_acquire);
     if (produced_ - consumed >= slots_) {
       throw_if_peer_aborted();
-      return false;
+      return done(false);
     }
     const std::size_t len = std::min<std::size_t>(slot_bytes_, send_bytes_ - sent_);
-    if (sent_ + len > ready) return false;  // the producer has not got that far yet
+    if (sent_ + len > ready) return done(false);  // the producer has not got that far yet
     ShmSlotHeader& h = mine_->slot(my_channel_, produced_);
     h.tag = send_tag_;
     h.message_bytes = send_bytes_;
@@ -64,9 +69,9 @@ bool ShmLink::progress_send(bool& moved, std::size_t ready) {
     ctl.produced.store(produced_, std::memory_order_release);
     sent_ += len;
     send_started_ = true;
-    moved = true;
+    moved = published = true;
   }
-  return true;
+  return done(true);
 }
 
 void ShmLink::begin_recv(const CallTag& tag, std::size_t bytes, std::byte* direct,
@@ -81,11 +86,16 @@ void ShmLink::begin_recv(const CallTag& tag, std::size_t bytes, std::byte* direc
 
 bool ShmLink::progress_recv(bool& moved) {
   ShmChannelControl& ctl = theirs_->control(their_channel_);
+  bool released = false;
+  auto done = [&](bool all) {
+    if (released) theirs_->header().doorbell.ring();  // the peer may sleep waiting for room
+    return all;
+  };
   while (!recv_started_ || received_ < recv_bytes_) {
     const std::uint64_t produced = ctl.produced.load(std::memory_order_acquire);
     if (produced == consumed_) {
       throw_if_peer_aborted();
-      return false;
+      return done(false);
     }
     const ShmSlotHeader& h = theirs_->slot(their_channel_, consumed_);
     if (!(h.tag == recv_tag_)) throw_tag_mismatch(peer_name_, peer_, h.tag, recv_tag_);
@@ -101,12 +111,17 @@ bool ShmLink::progress_recv(bool& moved) {
     ++consumed_;
     ctl.consumed.store(consumed_, std::memory_order_release);
     recv_started_ = true;
-    moved = true;
+    moved = released = true;
   }
-  return true;
+  return done(true);
 }
 
 std::size_t ShmLink::received_bytes() const { return received_; }
+
+bool ShmLink::has_incoming() {
+  return theirs_->control(their_channel_).produced.load(std::memory_order_acquire) != consumed_ ||
+         theirs_->header().aborted.load(std::memory_order_acquire) != 0;
+}
 
 void ShmLink::throw_if_peer_aborted() {
   const ShmSegmentHeader& h = theirs_->header();
@@ -153,6 +168,7 @@ void ShmLink::abort(const std::string& reason) noexcept {
   std::memcpy(h.reason, reason.data(), n);
   h.reason[n] = '\0';
   h.aborted.compare_exchange_strong(expected, 1, std::memory_order_release);
+  theirs_->header().doorbell.ring();
 }
 
 }  // namespace riseml

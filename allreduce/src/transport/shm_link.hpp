@@ -30,6 +30,8 @@ class ShmLink : public Link {
   bool progress_recv(bool& moved) override;
   std::size_t received_bytes() const override;
   int wait_fd(bool, short*) const override { return -1; }
+  Doorbell* doorbell() const override { return &mine_->header().doorbell; }
+  bool has_incoming() override;
   void check_peer() override;
   void check_pending(const CallTag& current) override;
   void abort(const std::string& reason) noexcept override;

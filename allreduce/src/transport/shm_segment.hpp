@@ -11,6 +11,7 @@
 #include <string>
 
 #include "call_tag.hpp"
+#include "doorbell.hpp"
 
 namespace riseml {
 
@@ -31,7 +32,9 @@ struct ShmSegmentHeader {
   unsigned char auth[32];             // HMAC(job secret, name): proves the creator knows it
   std::atomic<std::uint32_t> aborted; // set (last) when the owner failed; reason says why
   char reason[1024];
+  Doorbell doorbell;                  // the owner sleeps on it, its peers ring it
 };
+static_assert(sizeof(ShmSegmentHeader) <= 4096);
 
 struct alignas(64) ShmChannelControl {
   alignas(64) std::atomic<std::uint64_t> produced;  // slots written by the sender

@@ -280,6 +280,12 @@ bool TcpLink::progress_recv(bool& moved) {
   return all;
 }
 
+bool TcpLink::has_incoming() {
+  // Every message (and an abort, and a closed connection) starts on the first connection.
+  pollfd p{fds_[0].get(), POLLIN, 0};
+  return ::poll(&p, 1, 0) > 0;
+}
+
 std::size_t TcpLink::received_bytes() const {
   // A frame's last byte counts only once its trailer said the bytes are real, so whatever
   // forwards them (the next send of a pipeline) cannot finish with padding.

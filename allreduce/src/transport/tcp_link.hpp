@@ -33,6 +33,8 @@ class TcpLink : public Link {
   std::size_t received_bytes() const override;
   int wait_fd(bool sending, short* events) const override;
   void check_peer() override {}
+  bool has_incoming() override;
+  int incoming_fd() const override { return fds_.empty() ? -1 : fds_[0].get(); }
   void abort(const std::string& reason) noexcept override;
 
   struct FrameHeader {
