@@ -17,12 +17,6 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-std::string joined(const std::vector<std::string>& lines) {
-  std::string text;
-  for (const auto& line : lines) text += line + "\n";
-  return text;
-}
-
 class LauncherFailure : public ::testing::Test {
  protected:
   // Runs riseml-launch with `arguments`, the TMPDIR of this test.

@@ -12,12 +12,6 @@ namespace {
 
 using std::chrono::seconds;
 
-std::string joined(const std::vector<std::string>& lines) {
-  std::string text;
-  for (const auto& line : lines) text += line + "\n";
-  return text;
-}
-
 void expect_consistent_launch(int ranks, bool tag_output) {
   ScratchTmpdir tmpdir;
   std::string marker = unique_marker();

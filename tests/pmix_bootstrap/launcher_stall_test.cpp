@@ -21,12 +21,6 @@ using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-std::string joined(const std::vector<std::string>& lines) {
-  std::string text;
-  for (const auto& line : lines) text += line + "\n";
-  return text;
-}
-
 // The one line riseml-launch says when it stops a job for a stuck server.
 std::regex stall_line(const std::string& limit, int ranks) {
   return std::regex(

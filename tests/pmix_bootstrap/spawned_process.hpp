@@ -22,6 +22,13 @@ struct ProcessResult {
   std::chrono::milliseconds elapsed{0};
 };
 
+// Lines, each followed by a newline: for test failure messages.
+inline std::string joined(const std::vector<std::string>& lines) {
+  std::string text;
+  for (const auto& line : lines) text += line + "\n";
+  return text;
+}
+
 // Variables to set (value) or remove (nullopt) relative to this process's environment.
 using EnvironmentChanges = std::map<std::string, std::optional<std::string>>;
 
