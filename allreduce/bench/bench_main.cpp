@@ -49,7 +49,6 @@
 namespace riseml::bench {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 
 class OurContender : public Contender {
  public:
@@ -229,16 +228,17 @@ int run_bench(Communicator& comm, const BenchOptions& o, bool under_mpirun) {
           timed();
           if (ci != 0 || !o.wait_stats) return;
           const WaitStats after = wait_stats();
-          const double d[] = {double(after.yields - before.yields), double(after.timed_sleeps - before.timed_sleeps),
-                              double(after.doorbell_sleeps - before.doorbell_sleeps), double(after.polls - before.polls),
-                              double(after.slept_ns - before.slept_ns)};
-          double sum[5];
-          for (int i = 0; i < 5; ++i) sum[i] = sum_over_ranks(comm, static_cast<long long>(d[i]));
-          cell.waits.yields += static_cast<std::uint64_t>(sum[0]);
-          cell.waits.timed_sleeps += static_cast<std::uint64_t>(sum[1]);
-          cell.waits.doorbell_sleeps += static_cast<std::uint64_t>(sum[2]);
-          cell.waits.polls += static_cast<std::uint64_t>(sum[3]);
-          cell.waits.slept_ns += static_cast<std::uint64_t>(sum[4]);
+          std::int64_t d[] = {std::int64_t(after.yields - before.yields),
+                              std::int64_t(after.timed_sleeps - before.timed_sleeps),
+                              std::int64_t(after.doorbell_sleeps - before.doorbell_sleeps),
+                              std::int64_t(after.polls - before.polls),
+                              std::int64_t(after.slept_ns - before.slept_ns)};
+          comm.allreduce(d, d, 5, DataType::int64, ReduceOp::sum);
+          cell.waits.yields += static_cast<std::uint64_t>(d[0]);
+          cell.waits.timed_sleeps += static_cast<std::uint64_t>(d[1]);
+          cell.waits.doorbell_sleeps += static_cast<std::uint64_t>(d[2]);
+          cell.waits.polls += static_cast<std::uint64_t>(d[3]);
+          cell.waits.slept_ns += static_cast<std::uint64_t>(d[4]);
           cell.waited_calls += static_cast<std::uint64_t>(calls);
         };
         if (o.back_to_back) {

@@ -8,6 +8,7 @@
 #include <regex>
 
 #include "probe_report.hpp"
+#include "launcher_test.hpp"
 #include "spawned_process.hpp"
 #include "test_programs.hpp"
 
@@ -17,7 +18,7 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-class LauncherFailure : public ::testing::Test {
+class LauncherFailure : public LauncherTest {
  protected:
   // Runs riseml-launch with `arguments`, the TMPDIR of this test.
   ProcessResult launch(const std::vector<std::string>& arguments,
@@ -27,12 +28,6 @@ class LauncherFailure : public ::testing::Test {
     return run_process(argv, {{"TMPDIR", tmpdir_.path()}}, timeout);
   }
 
-  void expect_nothing_left() {
-    EXPECT_TRUE(processes_with_marker(marker_, seconds(3)).empty())
-        << "stray processes:\n"
-        << joined(processes_with_marker(marker_, milliseconds(0)));
-    EXPECT_TRUE(tmpdir_.leftovers().empty()) << "left in TMPDIR: " << joined(tmpdir_.leftovers());
-  }
 
   static bool contains(const std::string& text, const std::string& pattern) {
     return std::regex_search(text, std::regex(pattern));
@@ -61,9 +56,6 @@ class LauncherFailure : public ::testing::Test {
   // The directory launch_kill_and_exit's ranks share is not the launcher's: keep it out of
   // the leftovers check.
   void remove_rank_exchange() { std::filesystem::remove_all(tmpdir_.path() + "/ranks"); }
-
-  ScratchTmpdir tmpdir_;
-  std::string marker_ = unique_marker();
 };
 
 TEST_F(LauncherFailure, ARankExitingNonZeroStopsTheOthers) {

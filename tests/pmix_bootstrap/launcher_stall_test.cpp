@@ -11,6 +11,7 @@
 
 #include "probe_report.hpp"
 #include "refused_intruder.hpp"
+#include "launcher_test.hpp"
 #include "spawned_process.hpp"
 #include "test_programs.hpp"
 
@@ -33,14 +34,8 @@ std::regex stall_line(const std::string& limit, int ranks) {
       std::to_string(ranks) + R"( ranks \(exit status 125\); run the job again\n)");
 }
 
-class LauncherStall : public ::testing::Test {
+class LauncherStall : public LauncherTest {
  protected:
-  void expect_nothing_left() {
-    EXPECT_TRUE(processes_with_marker(marker_, seconds(3)).empty())
-        << "stray processes:\n"
-        << joined(processes_with_marker(marker_, milliseconds(0)));
-    EXPECT_TRUE(tmpdir_.leftovers().empty()) << "left in TMPDIR: " << joined(tmpdir_.leftovers());
-  }
 
   // Starts `ranks` ranks that wait for the go file and then run `program`; has another user's
   // process claim to be rank 0 first (the real trigger), then lets the ranks go. Returns the
@@ -70,9 +65,6 @@ class LauncherStall : public ::testing::Test {
     released = Clock::now();
     return launcher.wait(seconds(60));
   }
-
-  ScratchTmpdir tmpdir_;
-  std::string marker_ = unique_marker();
 };
 
 // Without root: the launcher with test hooks, whose stall check gets no answer, as from a

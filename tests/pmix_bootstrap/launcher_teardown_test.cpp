@@ -10,6 +10,7 @@
 
 #include "probe_report.hpp"
 #include "refused_intruder.hpp"
+#include "launcher_test.hpp"
 #include "spawned_process.hpp"
 #include "test_programs.hpp"
 
@@ -20,18 +21,7 @@ using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-class LauncherTeardown : public ::testing::Test {
- protected:
-  void expect_nothing_left() {
-    EXPECT_TRUE(processes_with_marker(marker_, seconds(3)).empty())
-        << "stray processes:\n"
-        << joined(processes_with_marker(marker_, milliseconds(0)));
-    EXPECT_TRUE(tmpdir_.leftovers().empty()) << "left in TMPDIR: " << joined(tmpdir_.leftovers());
-  }
-
-  ScratchTmpdir tmpdir_;
-  std::string marker_ = unique_marker();
-};
+class LauncherTeardown : public LauncherTest {};
 
 TEST_F(LauncherTeardown, AFinalizeThatHangsEndsTheLauncherAfterTheLimitWithTheRanksStatus) {
   ProcessResult result = run_process(
