@@ -12,10 +12,14 @@ packages=(
   googletest libgtest-dev libgmock-dev libbenchmark-dev valgrind
   # Slurm testbed
   slurm-wlm slurmctld slurmd libslurm-dev munge iproute2 util-linux procps
+  # testbed linkcheck (a plain TCP stream between two nodes)
+  iperf3
   # benchmark peers
   libopenmpi-dev openmpi-bin libgloo-dev
   # riseml-bench --plot
   python3-matplotlib
+  # riseml-replay workloads (allreduce/bench/workloads/generate_workloads.py)
+  python3-torchvision
   # python binding
   python3-torch python3-numpy python3-yaml pybind11-dev python3-dev python3-sklearn
 )

@@ -60,7 +60,14 @@ stage_e2e() {
   local rc=0
   contrib/slurm/testbed/up || rc=$?
   if [ $rc -eq 0 ]; then
-    ctest --test-dir build --output-on-failure -L e2e || rc=$?
+    ctest --test-dir build --output-on-failure -L e2e -LE e2e_shaped || rc=$?
+  fi
+  # Then 4 nodes with 1 Gbit/s links: the shape holds, and scaling through riseml submit.
+  if [ $rc -eq 0 ]; then
+    contrib/slurm/testbed/up 4 --link 1gbit || rc=$?
+    if [ $rc -eq 0 ]; then
+      RISEML_E2E_REQUIRE=1 ctest --test-dir build --output-on-failure -L e2e_shaped || rc=$?
+    fi
   fi
   contrib/slurm/testbed/down || rc=$?
   return $rc

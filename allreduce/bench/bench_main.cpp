@@ -4,7 +4,8 @@
 // nccl-tests does (out of place and in place) and per call (barrier, one call, slowest rank).
 // Every round is a whole sweep, so a state that changes during the run shows as spread.
 // Prints a table per implementation and mode (busbw = algbw * 2(n-1)/n), the ratios, and with
-// --limit the memory-bound busbw of this machine; --csv/--plot write them out.
+// --limit the memory-bound busbw of this machine (and, where links are TCP, a plain TCP
+// stream's); --csv/--plot write them out.
 //   riseml-launch -n 2 riseml-bench [--sizes ...] [--peers gloo]
 //   mpirun -np 2 riseml-bench --peers mpi,gloo
 #include <malloc.h>
@@ -31,6 +32,7 @@
 #include "kernels/reduce_kernels.hpp"
 #include "measure.hpp"
 #include "memory_limit.hpp"
+#include "stream_limit.hpp"
 
 #ifdef RISEML_BENCH_HAVE_MPI
 #include <mpi.h>
@@ -193,7 +195,13 @@ int run_bench(Communicator& comm, const BenchOptions& o, bool under_mpirun) {
   void* in = in_buffer.data();
   void* out = out_buffer.data();
   std::unique_ptr<MemoryLimit> limit;
-  if (o.limit) limit = std::make_unique<MemoryLimit>(o.type, max_bytes, n);
+  std::unique_ptr<StreamLimit> stream_limit;
+  if (o.limit) {
+    limit = std::make_unique<MemoryLimit>(o.type, max_bytes, n);
+    // Where any of our links is TCP, the links may be the limit: measure a plain stream too.
+    const bool tcp = comm.describe_transports().find("tcp") != std::string::npos;
+    if (sum_over_ranks(comm, tcp ? 1 : 0) > 0) stream_limit = std::make_unique<StreamLimit>(comm);
+  }
 
   // The state a long job is in: many large calls before the measured ones.
   for (int i = 0; i < o.precondition_calls; ++i)
@@ -263,6 +271,8 @@ int run_bench(Communicator& comm, const BenchOptions& o, bool under_mpirun) {
         }
       }
       if (limit) results.limit(s).rounds.push_back(limit->seconds(comm, o.sizes[s], iters));
+      if (stream_limit)
+        results.stream_limit(s).rounds.push_back(stream_limit->seconds(comm, o.sizes[s], iters));
     }
   }
   // Every result checked after the timed rounds, both ways each contender runs.
@@ -284,6 +294,8 @@ int run_bench(Communicator& comm, const BenchOptions& o, bool under_mpirun) {
   if (comm.rank() == 0) {
     Report report(o, n, results);
     for (auto& c : contenders) report.add_contender(c->name(), c->description());
+    if (stream_limit)
+      report.set_stream_note(stream_limit->describe() + ", one connection each way");
     report.print(stdout);
     std::fflush(stdout);
     std::string csv = o.csv;

@@ -30,7 +30,8 @@ const char* mode_key(Mode m) {
 }  // namespace
 
 Results::Results(std::size_t contenders, std::size_t sizes, std::size_t rounds)
-    : contenders_(contenders), sizes_(sizes), cells_(contenders * kModes * sizes), limit_(sizes) {
+    : contenders_(contenders), sizes_(sizes), cells_(contenders * kModes * sizes), limit_(sizes),
+      stream_limit_(sizes) {
   for (auto& c : cells_) c.rounds.reserve(rounds);
 }
 
@@ -100,23 +101,41 @@ void Report::print_table(std::FILE* out, std::size_t ci, Mode mode) const {
 }
 
 void Report::print_limit(std::FILE* out) const {
+  auto table = [&](auto cell) {
+    std::fprintf(out, "# %10s %10s %10s %9s %9s\n", "size", "time_us", "busbw_GBps", "low_GBps", "high_GBps");
+    for (std::size_t s = 0; s < o_.sizes.size(); ++s) {
+      const Cell& c = cell(s);
+      if (c.rounds.empty()) continue;
+      const Busbw b = busbw(c, o_.sizes[s]);
+      std::fprintf(out, "  %10zu %10.1f %10.3f %9.3f %9.3f\n", o_.sizes[s], quantile(c.rounds, 0.5) * 1e6,
+                   b.median, b.low, b.high);
+    }
+  };
   std::fprintf(out,
                "#\n# limit: the memory-bound busbw of this machine -- every rank at once adds two "
                "blocks of S(n-1)/n bytes into a third and copies one (an ideal allreduce's traffic)\n");
-  std::fprintf(out, "# %10s %10s %10s %9s %9s\n", "size", "time_us", "busbw_GBps", "low_GBps", "high_GBps");
-  for (std::size_t s = 0; s < o_.sizes.size(); ++s) {
-    const Cell& c = r_.limit(s);
-    if (c.rounds.empty()) continue;
-    const Busbw b = busbw(c, o_.sizes[s]);
-    std::fprintf(out, "  %10zu %10.1f %10.3f %9.3f %9.3f\n", o_.sizes[s], quantile(c.rounds, 0.5) * 1e6, b.median,
-                 b.low, b.high);
-  }
+  table([&](std::size_t s) -> const Cell& { return r_.limit(s); });
+  bool stream = false;
+  for (std::size_t s = 0; s < o_.sizes.size(); ++s) stream |= !r_.stream_limit(s).rounds.empty();
+  if (!stream) return;
+  std::fprintf(out,
+               "#\n# stream limit: the links' busbw -- the bytes an allreduce must move over each link, "
+               "streamed to the next and from the previous at once over plain TCP (%s)\n",
+               stream_note_.c_str());
+  table([&](std::size_t s) -> const Cell& { return r_.stream_limit(s); });
+}
+
+double Report::binding_limit(std::size_t s) const {
+  const double memory = busbw(r_.limit(s), o_.sizes[s]).median;
+  const double stream = busbw(r_.stream_limit(s), o_.sizes[s]).median;
+  if (memory > 0 && stream > 0) return std::min(memory, stream);
+  return std::max(memory, stream);
 }
 
 void Report::print_ratios(std::FILE* out, Mode mode) const {
   std::fprintf(out, "#\n# busbw ratio (median rounds), %s\n# %10s", mode_title(mode), "size");
   for (std::size_t ci = 1; ci < names_.size(); ++ci) std::fprintf(out, " %10s", ("vs " + names_[ci]).c_str());
-  if (o_.limit) std::fprintf(out, " %10s", "of limit");
+  if (o_.limit) std::fprintf(out, " %10s", "of limit");  // the lower limit of the two
   std::fprintf(out, "\n");
   for (std::size_t s = 0; s < o_.sizes.size(); ++s) {
     const double ours = busbw(r_.at(0, mode, s), o_.sizes[s]).median;
@@ -133,7 +152,7 @@ void Report::print_ratios(std::FILE* out, Mode mode) const {
         std::fprintf(out, " %10s", "n/a");
     }
     if (o_.limit) {
-      const double l = busbw(r_.limit(s), o_.sizes[s]).median;
+      const double l = binding_limit(s);
       if (l > 0 && ours > 0)
         std::fprintf(out, " %10.2f", ours / l);
       else
@@ -196,6 +215,8 @@ void Report::write_csv(const std::string& path) const {
     for (Mode m : {Mode::out_of_place, Mode::in_place, Mode::per_call})
       for (std::size_t s = 0; s < o_.sizes.size(); ++s) row(names_[ci], mode_key(m), r_.at(ci, m, s), o_.sizes[s]);
   for (std::size_t s = 0; s < o_.sizes.size(); ++s) row("limit", "b2b_out", r_.limit(s), o_.sizes[s]);
+  for (std::size_t s = 0; s < o_.sizes.size(); ++s)
+    row("stream-limit", "b2b_out", r_.stream_limit(s), o_.sizes[s]);
 }
 
 }  // namespace riseml::bench

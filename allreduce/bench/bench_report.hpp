@@ -33,12 +33,15 @@ class Results {
   const Cell& at(std::size_t contender, Mode mode, std::size_t size) const;
   Cell& limit(std::size_t size) { return limit_[size]; }
   const Cell& limit(std::size_t size) const { return limit_[size]; }
+  // The TCP stream limit, measured only when some of our links are TCP.
+  Cell& stream_limit(std::size_t size) { return stream_limit_[size]; }
+  const Cell& stream_limit(std::size_t size) const { return stream_limit_[size]; }
   std::size_t contenders() const { return contenders_; }
   long long total_wrong() const;
 
  private:
   std::size_t contenders_, sizes_;
-  std::vector<Cell> cells_, limit_;
+  std::vector<Cell> cells_, limit_, stream_limit_;
 };
 
 class Report {
@@ -46,6 +49,8 @@ class Report {
   Report(const BenchOptions& options, int ranks, const Results& results)
       : o_(options), ranks_(ranks), r_(results) {}
   void add_contender(std::string name, std::string description);
+  // How the stream limit was measured (printed above its table).
+  void set_stream_note(std::string note) { stream_note_ = std::move(note); }
   void print(std::FILE* out) const;
   void write_csv(const std::string& path) const;
 
@@ -58,6 +63,8 @@ class Report {
   double bus_factor() const;
   void print_table(std::FILE* out, std::size_t ci, Mode mode) const;
   void print_limit(std::FILE* out) const;
+  // The lower of the memory-bound and the stream limit at size s (GB/s busbw); 0: none measured.
+  double binding_limit(std::size_t s) const;
   void print_ratios(std::FILE* out, Mode mode) const;
   void print_waits(std::FILE* out, Mode mode) const;
 
@@ -65,6 +72,7 @@ class Report {
   int ranks_;
   const Results& r_;
   std::vector<std::string> names_, descriptions_;
+  std::string stream_note_;
 };
 
 }  // namespace riseml::bench

@@ -7,8 +7,12 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+
+#include "transport/tcp_socket.hpp"
 
 namespace riseml::bench {
 
@@ -17,17 +21,25 @@ namespace {
 class GlooContender : public Contender {
  public:
   GlooContender(Communicator& comm, DataType type, ReduceOp op) : type_(type), op_(op) {
-    // Rank 0 makes the store directory and tells the others.
+    // Rank 0 makes the store directory and tells the others. Gloo's file store needs a folder
+    // every rank sees: /tmp on one machine or the testbed (its nodes share the file system),
+    // RISEML_BENCH_GLOO_DIR (a shared file system) across real nodes.
     char dir[256] = {};
     if (comm.rank() == 0) {
-      std::strcpy(dir, "/tmp/riseml-bench-gloo-XXXXXX");
-      if (::mkdtemp(dir) == nullptr) throw std::runtime_error("mkdtemp failed");
+      const char* base = std::getenv("RISEML_BENCH_GLOO_DIR");
+      std::snprintf(dir, sizeof dir, "%s/riseml-bench-gloo-XXXXXX", base && *base ? base : "/tmp");
+      if (::mkdtemp(dir) == nullptr)
+        throw std::runtime_error(std::string("cannot make Gloo's store folder ") + dir + ": " +
+                                 std::strerror(errno) + " (set RISEML_BENCH_GLOO_DIR)");
     }
     comm.broadcast(dir, sizeof dir, DataType::uint8, 0);
     dir_ = dir;
     owner_ = comm.rank() == 0;
+    // Where our TCP transport listens (RISEML_IFACE, else the first interface that is up), so
+    // across nodes both cross the same links.
+    address_ = listen_address(CommunicatorOptions::from_environment().iface);
     gloo::transport::tcp::attr attr;
-    attr.hostname = "127.0.0.1";
+    attr.hostname = address_;
     auto device = gloo::transport::tcp::CreateDevice(attr);
     gloo::rendezvous::FileStore store(dir_);
     auto context = std::make_shared<gloo::rendezvous::Context>(comm.rank(), comm.size());
@@ -44,7 +56,7 @@ class GlooContender : public Contender {
 
   std::string name() const override { return "gloo"; }
   std::string description() const override {
-    return "gloo: AllreduceRingChunked over its tcp transport (loopback)";
+    return "gloo: AllreduceRingChunked over its tcp transport (" + address_ + ")";
   }
   bool supports(DataType t, ReduceOp op) const override {
     return op != ReduceOp::average &&
@@ -80,7 +92,7 @@ class GlooContender : public Contender {
 
   DataType type_;
   ReduceOp op_;
-  std::string dir_;
+  std::string dir_, address_;
   bool owner_ = false;
   std::shared_ptr<gloo::Context> context_;
   std::unique_ptr<gloo::Algorithm> algorithm_;

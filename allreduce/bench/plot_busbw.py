@@ -3,7 +3,7 @@
 
 One panel per mode (back to back out of place, in place, per call); one line per
 implementation (the median round), shaded from its slowest to its fastest round; the
-memory-bound limit, when measured, dashed."""
+memory-bound limit, when measured, dashed; the TCP stream limit dotted."""
 import csv
 import sys
 
@@ -14,16 +14,16 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 TITLES = {"b2b_out": "back to back, out of place", "b2b_in": "back to back, in place",
           "per_call": "per call, in place"}
+LIMITS = {"limit": ("k--", "memory-bound limit"), "stream-limit": ("k:", "TCP stream limit")}
 
 
 def main():
     rows = list(csv.DictReader(open(sys.argv[1])))
-    modes = [m for m in TITLES if any(r["mode"] == m and r["impl"] != "limit" for r in rows)]
+    modes = [m for m in TITLES if any(r["mode"] == m and r["impl"] not in LIMITS for r in rows)]
     fig, axes = plt.subplots(1, len(modes), figsize=(5.2 * len(modes), 4.2), sharey=True, squeeze=False)
-    limit = [r for r in rows if r["impl"] == "limit"]
     first = rows[0]
     for ax, mode in zip(axes[0], modes):
-        for impl in dict.fromkeys(r["impl"] for r in rows if r["impl"] != "limit"):
+        for impl in dict.fromkeys(r["impl"] for r in rows if r["impl"] not in LIMITS):
             mine = [r for r in rows if r["impl"] == impl and r["mode"] == mode]
             if not mine:
                 continue
@@ -31,9 +31,11 @@ def main():
             line, = ax.plot(x, [float(r["busbw_GBps"]) for r in mine], marker="o", label=impl)
             ax.fill_between(x, [float(r["busbw_low_GBps"]) for r in mine],
                             [float(r["busbw_high_GBps"]) for r in mine], color=line.get_color(), alpha=0.2)
-        if limit:
-            ax.plot([int(r["size"]) for r in limit], [float(r["busbw_GBps"]) for r in limit], "k--",
-                    label="memory-bound limit")
+        for impl, (style, label) in LIMITS.items():
+            limit = [r for r in rows if r["impl"] == impl]
+            if limit:
+                ax.plot([int(r["size"]) for r in limit], [float(r["busbw_GBps"]) for r in limit], style,
+                        label=label)
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xlabel("message size (bytes)")

@@ -7,6 +7,12 @@ TB_NODES=${RISEML_TESTBED_NODES:-3}
 TB_GPUS=${RISEML_TESTBED_GPUS:-4}
 TB_NET=${RISEML_TESTBED_NET:-10.77.0} # a private /24 used only by the bridge and the node namespaces
 TB_TIMEOUT=${RISEML_TESTBED_TIMEOUT:-60}
+# Link shape of every node (empty: unshaped): rate as tc writes it (1gbit, 100mbit), one-way
+# delay and jitter between two nodes (100us, 1ms), loss per packet (0.1%). `up --link ...`.
+TB_LINK=${RISEML_TESTBED_LINK:-}
+TB_DELAY=${RISEML_TESTBED_DELAY:-}
+TB_JITTER=${RISEML_TESTBED_JITTER:-}
+TB_LOSS=${RISEML_TESTBED_LOSS:-}
 TB_PREFIX=rml # node names: rml1, rml2, ...
 
 # Paths. /etc/slurm is where Debian's slurm tools look, so plain srun/sbatch/sinfo just work.
@@ -87,6 +93,15 @@ tb_lock() {
     tb_err "another testbed up/down has held /run/riseml-testbed.lock for 120 s; wait for it, then rerun"
     exit 1
   fi
+}
+
+# The shape as one line, for state.env and the health check.
+tb_shape() { echo "link=${TB_LINK:-none} delay=${TB_DELAY:-none} jitter=${TB_JITTER:-none} loss=${TB_LOSS:-none}"; }
+
+# Half of a tc time ("100us" -> "50.0us", "1ms" -> "500.0us"): each end of a path gets half.
+tb_half_time() {
+  awk -v t="$1" 'BEGIN { u = t; sub(/^[0-9.]+/, "", u); n = t + 0
+    m = (u == "ms") ? 1e3 : (u == "s") ? 1e6 : 1; printf "%.1fus", n * m / 2 }'
 }
 
 tb_netns_ok() { # true when network namespaces can be made here

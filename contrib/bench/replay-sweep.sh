@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# riseml-replay of the shipped models across testbed nodes at shaped link rates: the scaling
+# efficiencies of docs/scaling.md.
+#   sudo contrib/bench/replay-sweep.sh OUT_DIR [--rates 1gbit,2.5gbit] [--nodes 2,4,8]
+#        [--models resnet50,resnet101,inception_v3,vgg16] [--steps 3]
+# Per rate and node count, four ways: 1 rank per node in float32 and with --fp16, and 2 ranks
+# per node with the default algorithm (hierarchical: shared memory inside a node, a ring across)
+# and with RISEML_ALGORITHM=ring (one flat ring). Every run's summary line goes to
+# OUT_DIR/replay.txt (and its whole output to OUT_DIR/replay-*.log).
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+out=${1:?usage: $0 OUT_DIR [--rates ...] [--nodes ...] [--models ...] [--steps 3]}
+shift
+rates=1gbit,2.5gbit nodes=2,4,8 models=resnet50,resnet101,inception_v3,vgg16 steps=3
+while [ $# -gt 0 ]; do
+  case $1 in
+    --rates) rates=$2 ;; --nodes) nodes=$2 ;; --models) models=$2 ;; --steps) steps=$2 ;;
+    *) echo "replay-sweep: unknown argument $1" >&2; exit 2 ;;
+  esac
+  shift 2
+done
+replay=${RISEML_REPLAY:-$repo/build/allreduce/bench/riseml-replay}
+[ -x "$replay" ] || { echo "replay-sweep: no $replay (build first, or set RISEML_REPLAY)" >&2; exit 1; }
+mkdir -p "$out"
+IFS=, read -r -a rate_list <<<"$rates"
+IFS=, read -r -a node_list <<<"$nodes"
+IFS=, read -r -a model_list <<<"$models"
+max_nodes=0
+for n in "${node_list[@]}"; do [ "$n" -gt "$max_nodes" ] && max_nodes=$n; done
+
+for rate in "${rate_list[@]}"; do
+  "$repo/contrib/slurm/testbed/up" "$max_nodes" --link "$rate" >/dev/null
+  for n in "${node_list[@]}"; do
+    for model in "${model_list[@]}"; do
+      for variant in fp32 fp16 hier ring; do
+        ppn=1 algo=auto extra=()
+        case $variant in
+          fp16) extra=(--fp16) ;;
+          hier) ppn=2 ;;
+          ring) ppn=2 algo=ring ;;
+        esac
+        log="$out/replay-$rate-N$n-$model-$variant.log"
+        RISEML_ALGORITHM=$algo timeout 900 srun -N "$n" --ntasks-per-node "$ppn" --mpi=pmix --export=ALL \
+          "$replay" "$model" --steps "$steps" --warmup 1 "${extra[@]}" >"$log" 2>&1 ||
+          echo "replay-sweep: $log failed" >&2
+        line=$(grep '^replay: ' "$log" || echo "replay: model=$model failed")
+        echo "rate=$rate nodes=$n variant=$variant $line" | tee -a "$out/replay.txt"
+      done
+    done
+  done
+done
