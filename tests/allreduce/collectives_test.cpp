@@ -113,6 +113,46 @@ TEST(Allreduce, SixtyFourRanks) {
   for (auto& f : fails.list) ADD_FAILURE() << f;
 }
 
+// float16 on the wire rounds at every step (Horovod's and NCCL's way), float32 accumulation
+// rounds once: 2048 + 1 + 1 is 2050 exactly, but 2048 + 1 rounds to 2048 in float16 (ties to
+// even), so a step order that adds a 1 to 2048 first loses it. Either way every rank gets the
+// same bits, for every algorithm; ranks that disagree on the mode fail, all of them.
+TEST(Allreduce, HalfPrecisionOnTheWireOrThroughFloat32) {
+  for (HalfReduce mode : {HalfReduce::wire, HalfReduce::float32})
+    for (Algorithm algo : {Algorithm::ring, Algorithm::halving_doubling}) {
+      std::mutex mutex;
+      std::vector<std::uint16_t> results;
+      auto options = test::inproc_options();
+      options.half_reduce = mode;
+      auto outcomes = run_ranks(3, options, [&](Communicator& comm) {
+        std::vector<std::uint16_t> h(1000, kernels::float_to_float16(comm.rank() == 0 ? 2048.0f : 1.0f));
+        comm.allreduce(h.data(), h.data(), h.size(), DataType::float16, ReduceOp::sum, algo);
+        std::lock_guard lock(mutex);
+        results.insert(results.end(), h.begin(), h.end());
+      });
+      expect_all_ok(outcomes);
+      ASSERT_EQ(results.size(), 3000u);
+      for (std::size_t i = 0; i < 1000; ++i) {
+        const float v = kernels::float16_to_float(results[i]);
+        EXPECT_EQ(results[i], results[1000 + i]) << "ranks differ at " << i;
+        EXPECT_EQ(results[i], results[2000 + i]) << "ranks differ at " << i;
+        if (mode == HalfReduce::float32)
+          EXPECT_EQ(v, 2050.0f) << i;
+        else
+          EXPECT_TRUE(v == 2048.0f || v == 2050.0f) << i << ": " << v;
+      }
+    }
+  auto outcomes = run_ranks(2, [](int r) {
+    auto o = test::inproc_options(std::chrono::seconds(5));
+    o.half_reduce = r == 0 ? HalfReduce::wire : HalfReduce::float32;
+    return o;
+  }, [](Communicator& comm) {
+    std::vector<std::uint16_t> h(64, 0x3c00);
+    comm.allreduce(h.data(), h.data(), h.size(), DataType::float16, ReduceOp::sum, Algorithm::ring);
+  });
+  for (const auto& o : outcomes) EXPECT_FALSE(o.ok) << "a disagreement on RISEML_HALF_REDUCE went unnoticed";
+}
+
 TEST(Broadcast, EveryRootAndSize) {
   for (int n : {1, 2, 3, 5, 8, 13}) {
     auto outcomes = run_ranks(n, test::inproc_options(), [&](Communicator& comm) {

@@ -11,20 +11,20 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-# 40 ms of compute, 6 gradients of 4 KiB to 4 MiB.
+# 100 ms of compute, 6 gradients of 4 KiB to 4 MiB.
 cat >"$dir/small.workload" <<'W'
 riseml-workload 1
 model small
 batch 8
-step_ms 40
-forward_ms 10
-grad 2000 head.weight 1000x1024
+step_ms 100
+forward_ms 25
+grad 5000 head.weight 1000x1024
 grad 0 head.bias 1000
-grad 8000 block2.weight 256x256x3x3
-grad 8000 block1.weight 128x128x3x3
-grad 6000 stem.weight 64x3x7x7
+grad 20000 block2.weight 256x256x3x3
+grad 20000 block1.weight 128x128x3x3
+grad 15000 stem.weight 64x3x7x7
 grad 0 stem.bias 64
-tail_us 6000
+tail_us 15000
 W
 
 check() { # ranks, extra args
@@ -36,9 +36,10 @@ check() { # ranks, extra args
   grep -q ' wrong=0$' <<<"$line" || fail "wrong results: $line"
   grep -q " ranks=$n " <<<"$line" || fail "want ranks=$n: $line"
   eff=$(sed -n 's/.* efficiency=\([0-9.]*\) .*/\1/p' <<<"$line")
-  # Never faster than the compute (1.02: timer noise); on a loaded 2-core CI machine the step
-  # may lose a lot, but not be 10x slower than its 40 ms of compute.
-  awk -v e="$eff" 'BEGIN { exit !(e > 0.1 && e <= 1.02) }' || fail "efficiency $eff out of (0.1, 1.02]: $line"
+  # Never faster than the compute (1.1: the sleeps overshoot by a few ms on a loaded machine,
+  # in either measurement); on a loaded 2-core CI machine the step may lose a lot, but not be
+  # 10x slower than its 100 ms of compute.
+  awk -v e="$eff" 'BEGIN { exit !(e > 0.1 && e <= 1.1) }' || fail "efficiency $eff out of (0.1, 1.1]: $line"
   echo "ok: -n $n $* -> $line"
 }
 check 2

@@ -65,18 +65,11 @@ def forward_flops(model, side):
     return sum(f for _, f in leaf_modules_in_forward_order(model, side))
 
 
-def write(name, out_dir, resnet_rates):
-    make, side, rate, source = MODELS[name]
-    model = make()
+def workload_text(name, model, side, batch, step_ms, source, forward_share=1 / 3):
+    """A workload file for `model` (a torch.nn.Module) whose step at `batch` takes `step_ms`."""
     order = leaf_modules_in_forward_order(model, side)
     total = sum(f for _, f in order)
-    if rate is None:  # ResNet-101: seconds per image linear in FLOPs between its neighbours
-        (f50, r50), (f152, r152) = resnet_rates
-        s = 1 / r50 + (total - f50) / (f152 - f50) * (1 / r152 - 1 / r50)
-        rate = 1 / s
-        source += f": {rate:.0f} images/s"
-    step_ms = BATCH / rate * 1e3
-    backward_ms = step_ms * 2 / 3
+    backward_ms = step_ms * (1 - forward_share)
     names = {id(p): n for n, p in model.named_parameters()}
     lines = []
     pending_us = 0.0
@@ -90,22 +83,36 @@ def write(name, out_dir, resnet_rates):
             lines.append(f"grad {pending_us:.1f} {names[id(p)]} {shape}")
             pending_us = 0.0
             params += p.numel()
+    text = (f"# {name}: {params / 1e6:.2f} M parameters in {len(lines)} gradient tensors, "
+            f"{total / 1e9:.2f} GFLOPs forward per image at {side}x{side}.\n"
+            "# Written by generate_workloads.py from torchvision " + torchvision.__version__ +
+            "; do not edit by hand.\n"
+            "# grad <compute before it is ready, us> <parameter> <shape>, in backward order.\n"
+            "riseml-workload 1\n"
+            f"model {name}\n"
+            f"source {source}\n"
+            f"batch {batch}\n"
+            f"step_ms {step_ms:.1f}\n"
+            f"forward_ms {step_ms * forward_share:.1f}\n" + "\n".join(lines) + "\n")
+    if pending_us > 0:  # compute after the last gradient (the input layer's backward)
+        text += f"tail_us {pending_us:.1f}\n"
+    return text, len(lines), params
+
+
+def write(name, out_dir, resnet_rates):
+    make, side, rate, source = MODELS[name]
+    model = make()
+    if rate is None:  # ResNet-101: seconds per image linear in FLOPs between its neighbours
+        (f50, r50), (f152, r152) = resnet_rates
+        total = forward_flops(model, side)
+        s = 1 / r50 + (total - f50) / (f152 - f50) * (1 / r152 - 1 / r50)
+        rate = 1 / s
+        source += f": {rate:.0f} images/s"
+    step_ms = BATCH / rate * 1e3
+    text, tensors, params = workload_text(name, model, side, BATCH, step_ms, source)
     with open(os.path.join(out_dir, name + ".workload"), "w") as f:
-        f.write(f"# {name}: {params / 1e6:.2f} M parameters in {len(lines)} gradient tensors, "
-                f"{total / 1e9:.2f} GFLOPs forward per image at {side}x{side}.\n")
-        f.write("# Written by generate_workloads.py from torchvision " + torchvision.__version__ +
-                "; do not edit by hand.\n")
-        f.write("# grad <compute before it is ready, us> <parameter> <shape>, in backward order.\n")
-        f.write("riseml-workload 1\n")
-        f.write(f"model {name}\n")
-        f.write(f"source {source}\n")
-        f.write(f"batch {BATCH}\n")
-        f.write(f"step_ms {step_ms:.1f}\n")
-        f.write(f"forward_ms {step_ms / 3:.1f}\n")
-        f.write("\n".join(lines) + "\n")
-        if pending_us > 0:  # compute after the last gradient (the input layer's backward)
-            f.write(f"tail_us {pending_us:.1f}\n")
-    print(f"{name}: {len(lines)} tensors, {params / 1e6:.2f} M parameters, step {step_ms:.1f} ms")
+        f.write(text)
+    print(f"{name}: {tensors} tensors, {params / 1e6:.2f} M parameters, step {step_ms:.1f} ms")
 
 
 def main():

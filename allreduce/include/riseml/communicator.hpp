@@ -20,6 +20,11 @@ namespace riseml {
 
 enum class Algorithm : std::uint8_t { automatic, ring, halving_doubling, hierarchical };
 enum class TransportChoice : std::uint8_t { automatic, shm, tcp, inproc };
+// How float16/bfloat16 allreduces and reduce-scatters add up. wire: 16-bit values travel, every
+// step adds in float32 and rounds back to 16 bits (NCCL's and Horovod's way: half the bytes of
+// float32, which is what fp16 compression is for). float32: widen to float32, reduce, round
+// once at the end (one rounding in all; twice the bytes on the wire).
+enum class HalfReduce : std::uint8_t { wire, float32 };
 
 std::string_view to_string(Algorithm a);
 std::string_view to_string(TransportChoice t);
@@ -38,6 +43,9 @@ struct CommunicatorOptions {
   std::string iface;
   // RISEML_TCP_CONNECTIONS: TCP connections per peer (large messages are striped over them).
   int tcp_connections = 1;
+  // RISEML_HALF_REDUCE: wire | float32 (see HalfReduce). Must agree on all ranks (a
+  // disagreement fails as a size mismatch).
+  HalfReduce half_reduce = HalfReduce::wire;
   // Keys published on the rendezvous start with this prefix; communicators of one job that
   // are set up at the same time need distinct prefixes.
   std::string rendezvous_prefix = "riseml";
@@ -76,7 +84,8 @@ class Communicator {
   int size() const;
 
   // out[i] = in[i] of rank 0 (op) ... (op) in[i] of rank size-1; in == out is allowed.
-  // float16/bfloat16 are accumulated in float32 and rounded (to nearest even) once.
+  // float16/bfloat16: each step adds in float32 and rounds to nearest even (HalfReduce::wire,
+  // the default), or all is accumulated in float32 and rounded once (HalfReduce::float32).
   // Average divides the sum by size (integers: truncating). Integer sums and products wrap.
   // Every rank ends with bit-identical results; a repeated call gives the same bits.
   void allreduce(const void* in, void* out, std::size_t count, DataType type, ReduceOp op,

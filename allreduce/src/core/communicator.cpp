@@ -62,13 +62,23 @@ Algorithm Communicator::algorithm_for(std::size_t bytes) const {
   const Context& c = *context_;
   Algorithm a = c.options().algorithm;
   if (a != Algorithm::automatic) return a;
-  if (c.hosts() > 1 && c.uniform_hosts() && c.local().size() > 1 &&
-      bytes >= env::small_message_bytes())
+  // Hierarchical from RISEML_SMALL_BYTES up (it runs halving-doubling across hosts itself when
+  // its blocks are small). Else halving-doubling where the ring would be latency-bound: the
+  // message is small, or a ring step would carry less than a quarter of RISEML_SMALL_BYTES
+  // (8 ranks at 2.5 Gbit/s: 64 KiB at 0.12-0.14 GB/s busbw by ring, 0.23-0.26 by halving-doubling).
+  const std::size_t small = env::small_message_bytes();
+  if (c.hosts() > 1 && c.uniform_hosts() && c.local().size() > 1 && bytes >= small)
     return Algorithm::hierarchical;
-  return bytes < env::small_message_bytes() ? Algorithm::halving_doubling : Algorithm::ring;
+  const bool latency_bound = bytes < small || bytes / static_cast<std::size_t>(c.size()) < small / 4;
+  return latency_bound ? Algorithm::halving_doubling : Algorithm::ring;
 }
 
 namespace {
+
+// float16/bfloat16 reduced through float32 (HalfReduce::float32), not on the wire as they are.
+bool widens(const Context& c, DataType type) {
+  return is_half_precision(type) && c.options().half_reduce == HalfReduce::float32;
+}
 
 // The allreduce of every rank (cross_hosts = false) or of the ranks with this rank's local index
 // on every host (cross_hosts = true: the cross-host step of a hierarchical allreduce).
@@ -80,7 +90,7 @@ void reduce_all(Context& c, const void* in, void* out, std::size_t count, DataTy
       require(c.uniform_hosts(),
               "cross_host_allreduce: the hosts run different numbers of ranks (start the same "
               "number of tasks on every node)");
-    const bool wide = is_half_precision(type);
+    const bool wide = widens(c, type);
     const std::size_t work_esize = wide ? 4 : element_size(type);
     const std::size_t piece = wide ? std::min(count, kWidePieceElements) : count;
     const Group group = cross_hosts ? c.column() : c.world();
@@ -129,9 +139,9 @@ void reduce_all(Context& c, const void* in, void* out, std::size_t count, DataTy
 void Communicator::allreduce(const void* in, void* out, std::size_t count, DataType type,
                              ReduceOp op, Algorithm algorithm) {
   if (algorithm == Algorithm::automatic) {
-    const std::size_t work_esize = is_half_precision(type) ? 4 : element_size(type);
-    algorithm = algorithm_for(std::min(count, is_half_precision(type) ? kWidePieceElements : count) *
-                              work_esize);
+    const bool wide = widens(*context_, type);
+    algorithm = algorithm_for(std::min(count, wide ? kWidePieceElements : count) *
+                              (wide ? 4 : element_size(type)));
   }
   reduce_all(*context_, in, out, count, type, op, algorithm, false);
 }
@@ -223,7 +233,7 @@ void Communicator::reduce_scatter(const void* in, void* out, std::size_t count, 
     tag.collective = Collective::reduce_scatter;
     tag.type = static_cast<std::uint8_t>(type);
     tag.op = static_cast<std::uint8_t>(op);
-    if (!is_half_precision(type)) {
+    if (!widens(c, type)) {
       ring_reduce_scatter(c, tag, c.world(),
                           {static_cast<const std::byte*>(in), static_cast<std::byte*>(out),
                            count, type, op});

@@ -114,6 +114,16 @@ CommunicatorOptions CommunicatorOptions::from_environment() {
   if (const char* v = get("RISEML_IFACE")) o.iface = v;
   if (const char* v = get("RISEML_TCP_CONNECTIONS"))
     o.tcp_connections = static_cast<int>(parse_number("RISEML_TCP_CONNECTIONS", v, 1, 16));
+  if (const char* v = get("RISEML_HALF_REDUCE")) {
+    std::string_view s(v);
+    if (s == "wire") o.half_reduce = HalfReduce::wire;
+    else if (s == "float32") o.half_reduce = HalfReduce::float32;
+    else
+      throw CollectiveError(ErrorKind::invalid_argument,
+                            std::string("RISEML_HALF_REDUCE=") + v +
+                                ": expected wire (16 bits on the wire, rounded every step) or float32 "
+                                "(accumulated in float32, rounded once)");
+  }
   return o;
 }
 

@@ -16,7 +16,8 @@ std::uint64_t shm_slot_bytes(std::uint32_t channels, std::uint32_t slots);
 // doorbell; by default 50 us, or 2 us when the host has more ranks than this rank may use CPUs
 // (a spinning rank then keeps its peer from running).
 std::chrono::microseconds spin_time(int local_ranks);
-// RISEML_SMALL_BYTES (default 64 KiB): allreduce below this size uses halving-doubling.
+// RISEML_SMALL_BYTES (default 64 KiB): allreduce below this size uses halving-doubling, and so
+// does one whose ring steps would carry less than a quarter of it.
 std::size_t small_message_bytes();
 
 }  // namespace riseml::env
