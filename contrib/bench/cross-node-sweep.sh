@@ -11,6 +11,8 @@
 # busy polling starves the other ranks (see docs/scaling.md).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source-path=SCRIPTDIR source=sweep-lib.sh
+. "$repo/contrib/bench/sweep-lib.sh"
 out=${1:?usage: $0 OUT_DIR [--rates 1gbit,2.5gbit] [--nodes 2,4,8] [--ppn 1,2] [--sizes ...] [--rounds 3]}
 shift
 rates=1gbit,2.5gbit nodes=2,4,8 ppn=1,2 sizes=64K,1M,16M,64M rounds=3
@@ -22,13 +24,12 @@ while [ $# -gt 0 ]; do
   shift 2
 done
 bench=${RISEML_BENCH:-$repo/build/allreduce/bench/riseml-bench}
-[ -x "$bench" ] || { echo "cross-node-sweep: no $bench (build first, or set RISEML_BENCH)" >&2; exit 1; }
+sweep_need cross-node-sweep "$bench" RISEML_BENCH
 mkdir -p "$out"
 IFS=, read -r -a rate_list <<<"$rates"
 IFS=, read -r -a node_list <<<"$nodes"
 IFS=, read -r -a ppn_list <<<"$ppn"
-max_nodes=0
-for n in "${node_list[@]}"; do [ "$n" -gt "$max_nodes" ] && max_nodes=$n; done
+max_nodes=$(sweep_max "$nodes")
 
 for rate in "${rate_list[@]}"; do
   "$repo/contrib/slurm/testbed/up" "$max_nodes" --link "$rate" >/dev/null

@@ -9,6 +9,8 @@
 # OUT_DIR/replay.txt (and its whole output to OUT_DIR/replay-*.log).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source-path=SCRIPTDIR source=sweep-lib.sh
+. "$repo/contrib/bench/sweep-lib.sh"
 out=${1:?usage: $0 OUT_DIR [--rates ...] [--nodes ...] [--models ...] [--steps 3]}
 shift
 rates=1gbit,2.5gbit nodes=2,4,8 models=resnet50,resnet101,inception_v3,vgg16 steps=3
@@ -20,13 +22,12 @@ while [ $# -gt 0 ]; do
   shift 2
 done
 replay=${RISEML_REPLAY:-$repo/build/allreduce/bench/riseml-replay}
-[ -x "$replay" ] || { echo "replay-sweep: no $replay (build first, or set RISEML_REPLAY)" >&2; exit 1; }
+sweep_need replay-sweep "$replay" RISEML_REPLAY
 mkdir -p "$out"
 IFS=, read -r -a rate_list <<<"$rates"
 IFS=, read -r -a node_list <<<"$nodes"
 IFS=, read -r -a model_list <<<"$models"
-max_nodes=0
-for n in "${node_list[@]}"; do [ "$n" -gt "$max_nodes" ] && max_nodes=$n; done
+max_nodes=$(sweep_max "$nodes")
 
 for rate in "${rate_list[@]}"; do
   "$repo/contrib/slurm/testbed/up" "$max_nodes" --link "$rate" >/dev/null
