@@ -198,9 +198,7 @@ int run_bench(Communicator& comm, const BenchOptions& o, bool under_mpirun) {
   std::unique_ptr<StreamLimit> stream_limit;
   if (o.limit) {
     limit = std::make_unique<MemoryLimit>(o.type, max_bytes, n);
-    // Where any of our links is TCP, the links may be the limit: measure a plain stream too.
-    const bool tcp = comm.describe_transports().find("tcp") != std::string::npos;
-    if (sum_over_ranks(comm, tcp ? 1 : 0) > 0) stream_limit = std::make_unique<StreamLimit>(comm);
+    if (links_use_tcp(comm)) stream_limit = std::make_unique<StreamLimit>(comm);
   }
 
   // The state a long job is in: many large calls before the measured ones.

@@ -87,9 +87,8 @@ int run(const ReplayOptions& o) {
   Communicator comm(rendezvous, stats_options);
   const int n = comm.size();
   const HostLayout layout = comm.host_layout();
-  const bool tcp = max_over_ranks(comm, comm.describe_transports().find("tcp") != std::string::npos ? 1 : 0) > 0;
   double stream_bytes_per_s = 0;
-  if (tcp && layout.hosts > 1) {
+  if (layout.hosts > 1 && links_use_tcp(comm)) {
     StreamLimit stream(comm);
     const std::size_t probe = 16u << 20;
     const double t = stream.seconds(comm, probe, 3);

@@ -27,16 +27,13 @@ constexpr std::size_t kBufferBytes = 256 << 10;
   throw std::runtime_error("stream limit: " + what + ": " + std::strerror(errno));
 }
 
-sockaddr_in parse(const std::string& host_port) {
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  const auto colon = host_port.rfind(':');
-  ::inet_pton(AF_INET, host_port.substr(0, colon).c_str(), &a.sin_addr);
-  a.sin_port = htons(static_cast<std::uint16_t>(std::stoi(host_port.substr(colon + 1))));
-  return a;
-}
-
 }  // namespace
+
+bool links_use_tcp(Communicator& comm) {
+  std::int64_t tcp = comm.describe_transports().find("tcp") != std::string::npos;
+  comm.allreduce(&tcp, &tcp, 1, DataType::int64, ReduceOp::max);
+  return tcp != 0;
+}
 
 StreamLimit::StreamLimit(Communicator& comm) {
   const int n = comm.size();
@@ -64,7 +61,7 @@ StreamLimit::StreamLimit(Communicator& comm) {
   const std::string ip = listen_address(CommunicatorOptions::from_environment().iface);
   Fd listener(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!listener) fail("socket");
-  sockaddr_in a = parse(ip + ":0");
+  sockaddr_in a = parse_address(ip + ":0");
   socklen_t len = sizeof a;
   if (::bind(listener.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(listener.get(), 4) != 0 ||
       ::getsockname(listener.get(), reinterpret_cast<sockaddr*>(&a), &len) != 0)
@@ -79,7 +76,7 @@ StreamLimit::StreamLimit(Communicator& comm) {
     next_address_ = std::string(all.data() + kAddressBytes * static_cast<std::size_t>(next));
     // Connect first (the listen backlog holds it), then accept: no rank waits on another's accept.
     to_next_ = Fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    const sockaddr_in to = parse(next_address_);
+    const sockaddr_in to = parse_address(next_address_);
     if (!to_next_ || ::connect(to_next_.get(), reinterpret_cast<const sockaddr*>(&to), sizeof to) != 0)
       fail("connect to rank " + std::to_string(next) + " at " + next_address_);
     pollfd p{listener.get(), POLLIN, 0};

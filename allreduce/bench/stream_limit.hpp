@@ -18,6 +18,9 @@
 
 namespace riseml::bench {
 
+// Collective: true on every rank when some rank has a TCP link (the links may be the limit).
+bool links_use_tcp(Communicator& comm);
+
 class StreamLimit {
  public:
   // Collective: every rank connects to the next and accepts the previous. Throws

@@ -31,17 +31,6 @@ constexpr std::size_t kMaxHandshakes = 64;
   throw CollectiveError(ErrorKind::setup, what + ": " + std::strerror(errno));
 }
 
-sockaddr_in parse_address(const std::string& address) {
-  const auto colon = address.rfind(':');
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  if (colon == std::string::npos ||
-      ::inet_pton(AF_INET, address.substr(0, colon).c_str(), &a.sin_addr) != 1)
-    throw CollectiveError(ErrorKind::setup, "bad TCP address " + address);
-  a.sin_port = htons(static_cast<std::uint16_t>(std::stoi(address.substr(colon + 1))));
-  return a;
-}
-
 // Connects before the deadline, retrying while the peer is not listening yet.
 Fd connect_to(const std::string& address, const std::string& peer_name, Deadline deadline) {
   const sockaddr_in a = parse_address(address);

@@ -28,6 +28,17 @@ Fd::~Fd() {
   if (fd_ >= 0) ::close(fd_);
 }
 
+sockaddr_in parse_address(const std::string& address) {
+  const auto colon = address.rfind(':');
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  if (colon == std::string::npos ||
+      ::inet_pton(AF_INET, address.substr(0, colon).c_str(), &a.sin_addr) != 1)
+    throw CollectiveError(ErrorKind::setup, "bad TCP address " + address);
+  a.sin_port = htons(static_cast<std::uint16_t>(std::stoi(address.substr(colon + 1))));
+  return a;
+}
+
 std::string listen_address(const std::string& iface) {
   in_addr literal{};
   if (!iface.empty() && ::inet_pton(AF_INET, iface.c_str(), &literal) == 1) return iface;

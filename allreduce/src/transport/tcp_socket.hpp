@@ -2,6 +2,8 @@
 // and blocking-with-deadline reads and writes for the handshake.
 #pragma once
 
+#include <netinet/in.h>
+
 #include <chrono>
 #include <cstddef>
 #include <string>
@@ -28,6 +30,9 @@ using Deadline = std::chrono::steady_clock::time_point;
 // The IPv4 address to listen on: RISEML_IFACE as an address or an interface name; else the
 // first non-loopback interface that is up; else 127.0.0.1. Throws CollectiveError(setup).
 std::string listen_address(const std::string& iface);
+
+// "a.b.c.d:port" as a socket address. Throws CollectiveError(setup) on anything else.
+sockaddr_in parse_address(const std::string& address);
 
 // Non-blocking, TCP_NODELAY, large buffers.
 void tune_socket(int fd);
