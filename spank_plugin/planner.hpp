@@ -18,6 +18,9 @@ struct EnvChoice {  // which groups of variables a plan sets
   bool ucx = true;     // UCX_NET_DEVICES
   bool omp = true;     // OMP_NUM_THREADS
   bool riseml = true;  // RISEML_LOCAL_RANK, RISEML_LOCAL_SIZE, RISEML_NODE_ID, RISEML_PLAN
+  // HOROVOD_RANK, _SIZE, _LOCAL_RANK, _LOCAL_SIZE, _CROSS_RANK, _CROSS_SIZE: set per task by the
+  // SPANK glue from Slurm's task facts (horovod_environment.hpp), not by the planner.
+  bool horovod = true;
 };
 
 enum class GpuIds { auto_ids, index, uuid };  // auto: UUID where the topology knows it

@@ -67,7 +67,7 @@ bool parse_names(const std::string& key, const std::string& value, std::vector<s
 }
 
 bool parse_env(const std::string& value, placement::EnvChoice& out, std::string& error) {
-  placement::EnvChoice e{false, false, false, false, false};
+  placement::EnvChoice e{false, false, false, false, false, false};
   for (const std::string& part : placement::split(value, ',')) {
     if (part == "all") {
       e = placement::EnvChoice{};
@@ -81,9 +81,11 @@ bool parse_env(const std::string& value, placement::EnvChoice& out, std::string&
       e.omp = true;
     } else if (part == "riseml") {
       e.riseml = true;
+    } else if (part == "horovod") {
+      e.horovod = true;
     } else if (part == "none") {
     } else {
-      error = "env=" + value + ": '" + part + "' is not a group; use all, none, or a list of gpu,nccl,ucx,omp,riseml";
+      error = "env=" + value + ": '" + part + "' is not a group; use all, none, or a list of gpu,nccl,ucx,omp,riseml,horovod";
       return false;
     }
   }

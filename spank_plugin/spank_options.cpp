@@ -29,7 +29,7 @@ char bind_arginfo[] = "auto|env|none|verbose";
 char bind_usage[] =
     "Place each task from the node's topology: its own GPU(s), CPU cores and memory near them, "
     "the nearest NICs, and the matching environment (CUDA_VISIBLE_DEVICES, NCCL_IB_HCA, "
-    "OMP_NUM_THREADS, RISEML_LOCAL_RANK, ...). auto: bind everything; env: only set the "
+    "OMP_NUM_THREADS, RISEML_LOCAL_RANK, HOROVOD_RANK, ...). auto: bind everything; env: only set the "
     "environment; none: leave the task alone; verbose (or auto,verbose): print each task's plan.";
 
 struct spank_option options[] = {

@@ -4,10 +4,14 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdint>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cpu_list.hpp"
+#include "horovod_environment.hpp"
 #include "read_topology.hpp"
 #include "spank_state.hpp"
 #include "task_binding.hpp"
@@ -15,11 +19,13 @@
 namespace riseml::spank {
 namespace {
 
-std::string getenv_of(spank_t sp, const char* name) {
+std::optional<std::string> step_env(spank_t sp, const char* name) {
   char buf[4096];
-  if (spank_getenv(sp, name, buf, sizeof buf) != ESPANK_SUCCESS) return {};
-  return buf;
+  if (spank_getenv(sp, name, buf, sizeof buf) != ESPANK_SUCCESS) return std::nullopt;
+  return std::string(buf);
 }
+
+std::string getenv_of(spank_t sp, const char* name) { return step_env(sp, name).value_or(""); }
 
 // Reports a failure the way the admin chose: fail the step (-1) or warn and go on (0).
 int fail_or_warn(const std::string& what, const char* fix) {
@@ -96,6 +102,25 @@ bool step_topology(const PluginConfig& config, placement::NodeTopology& topology
   return ok;
 }
 
+// Horovod's rank variables for local task `task_id` (horovod_environment.hpp); none, with the
+// reason in `not_set`, when Slurm does not say enough. Never fails the step.
+HorovodEnvironment horovod_variables(spank_t sp, int task_id) {
+  HorovodTaskFacts facts;
+  facts.local_id = static_cast<std::uint32_t>(task_id);
+  if (spank_get_item(sp, S_TASK_GLOBAL_ID, &facts.global_id) != ESPANK_SUCCESS ||
+      spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &facts.total_tasks) != ESPANK_SUCCESS ||
+      spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &facts.local_tasks) != ESPANK_SUCCESS ||
+      spank_get_item(sp, S_JOB_NODEID, &facts.node_id) != ESPANK_SUCCESS ||
+      spank_get_item(sp, S_JOB_NNODES, &facts.nodes) != ESPANK_SUCCESS) {
+    return {{}, "HOROVOD_* not set: Slurm did not give the task's global id, task counts or node count"};
+  }
+  facts.tasks_per_node = step_env(sp, "SLURM_STEP_TASKS_PER_NODE");
+  facts.distribution = step_env(sp, "SLURM_DISTRIBUTION");
+  facts.procid = step_env(sp, "SLURM_PROCID");
+  facts.heterogeneous_job = step_env(sp, "SLURM_HET_SIZE").has_value();
+  return horovod_environment(facts);
+}
+
 }  // namespace
 
 int stepd_init_post_opt(spank_t /*sp*/) {
@@ -151,8 +176,20 @@ int stepd_task_init(spank_t sp) {
     return fail_or_warn("no plan for local task " + std::to_string(task_id), "this is a bug in spank_riseml.so");
   }
   const placement::TaskPlan& plan = s.plans[static_cast<std::size_t>(task_id)];
+  std::vector<std::pair<std::string, std::string>> env = plan.env;
+  if (s.config.plan.env.horovod) {
+    HorovodEnvironment horovod = horovod_variables(sp, task_id);
+    env.insert(env.end(), horovod.env.begin(), horovod.env.end());
+    if (!horovod.not_set.empty()) {
+      slurm_verbose("riseml: task %d: %s", task_id, horovod.not_set.c_str());
+      if (s.bind.verbose) {
+        slurm_spank_log("riseml-bind: %s task %d: %s", s.hostname.c_str(), task_id, horovod.not_set.c_str());
+      }
+    }
+  }
   for (const auto& name : plan.unset_env) spank_unsetenv(sp, name.c_str());
-  for (const auto& [name, value] : plan.env) {
+  // Overwriting: the step's values (inherited from srun's environment) would name another rank.
+  for (const auto& [name, value] : env) {
     if (spank_setenv(sp, name.c_str(), value.c_str(), 1) != ESPANK_SUCCESS) {
       return fail_or_warn("cannot set " + name + " for task " + std::to_string(task_id), "this is a Slurm problem");
     }
@@ -176,7 +213,7 @@ int stepd_task_init(spank_t sp) {
   // stderr is not connected yet).
   if (s.bind.verbose) {
     std::string line = "riseml-bind: " + s.hostname + " " + placement::one_line(plan);
-    for (const auto& [name, value] : plan.env) {
+    for (const auto& [name, value] : env) {
       if (name != "RISEML_PLAN") line += " " + name + "=" + value;
     }
     slurm_spank_log("%s", line.c_str());

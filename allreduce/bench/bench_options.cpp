@@ -12,13 +12,19 @@ namespace {
 const char* kUsage =
     "usage: riseml-bench [--sizes 4K,64K,1M,16M,64M,256M] [--dtype float32] [--op sum]\n"
     "                    [--algo auto|ring|hd|hierarchical] [--peers mpi,gloo]\n"
+    "                    [--collective allreduce|reduce_scatter|alltoall|all]\n"
     "                    [--modes back-to-back,per-call] [--rounds 3] [--round-seconds 0.1]\n"
     "                    [--calls 100] [--limit] [--wait-stats] [--precondition 100x256M]\n"
     "                    [--plot FILE.png] [--csv FILE.csv]\n"
     "Start it with riseml-launch -n N (PMIx) or mpirun -np N (needed for --peers mpi).\n"
     "back-to-back: iterations in a row as nccl-tests times them, out of place and in place;\n"
     "per-call: a barrier, one in-place call, the slowest rank's time, median and p10/p90.\n"
-    "Every round is a whole sweep; busbw is the median round, with the lowest and highest.\n";
+    "Every round is a whole sweep; busbw is the median round, with the lowest and highest.\n"
+    "--collective: what is timed (default allreduce; a list or `all` runs one sweep each).\n"
+    "Sizes are each rank's whole input; busbw as nccl-tests: allreduce algbw*2(n-1)/n,\n"
+    "reduce_scatter and alltoall algbw*(n-1)/n. Open MPI runs MPI_Reduce_scatter_block and\n"
+    "MPI_Alltoall there, Gloo gloo::alltoall (no reduce-scatter); --limit and --precondition\n"
+    "are allreduce only.\n";
 
 [[noreturn]] void usage_error(const std::string& what) {
   std::fprintf(stderr, "riseml-bench: %s\n%s", what.c_str(), kUsage);
@@ -35,6 +41,15 @@ std::vector<std::string> split(const std::string& s) {
 }
 
 }  // namespace
+
+const char* to_string(BenchCollective c) {
+  switch (c) {
+    case BenchCollective::allreduce: return "allreduce";
+    case BenchCollective::reduce_scatter: return "reduce_scatter";
+    case BenchCollective::alltoall: return "alltoall";
+  }
+  return "?";
+}
 
 std::size_t parse_size(const std::string& text) {
   std::size_t pos = 0;
@@ -77,6 +92,23 @@ BenchOptions parse_bench_options(int argc, char** argv) {
         else if (a == "hd" || a == "halving_doubling") o.algorithm = Algorithm::halving_doubling;
         else if (a == "hierarchical") o.algorithm = Algorithm::hierarchical;
         else usage_error("unknown --algo " + a);
+      } else if (arg == "--collective") {
+        o.collectives.clear();
+        for (auto& c : split(value())) {
+          if (c == "all") {
+            o.collectives = {BenchCollective::allreduce, BenchCollective::reduce_scatter,
+                             BenchCollective::alltoall};
+          } else if (c == "allreduce") {
+            o.collectives.push_back(BenchCollective::allreduce);
+          } else if (c == "reduce_scatter" || c == "reducescatter") {
+            o.collectives.push_back(BenchCollective::reduce_scatter);
+          } else if (c == "alltoall") {
+            o.collectives.push_back(BenchCollective::alltoall);
+          } else {
+            usage_error("unknown collective " + c + " (allreduce, reduce_scatter, alltoall, all)");
+          }
+        }
+        if (o.collectives.empty()) usage_error("--collective names no collective");
       } else if (arg == "--peers") {
         for (auto& p : split(value())) {
           if (p == "mpi") o.mpi = true;

@@ -10,11 +10,18 @@
 
 namespace riseml::bench {
 
+// What is timed. Sizes are each rank's whole input (reduce-scatter: all blocks; all-to-all:
+// the blocks for every rank), rounded down to whole elements per rank, as nccl-tests does.
+enum class BenchCollective { allreduce, reduce_scatter, alltoall };
+const char* to_string(BenchCollective c);
+
 struct BenchOptions {
   std::vector<std::size_t> sizes{4 << 10, 64 << 10, 1 << 20, 16 << 20, 64 << 20, 256 << 20};
   DataType type = DataType::float32;
   ReduceOp op = ReduceOp::sum;
   Algorithm algorithm = Algorithm::automatic;
+  // --collective allreduce|reduce_scatter|alltoall|all: one sweep (and report) each, in order.
+  std::vector<BenchCollective> collectives{BenchCollective::allreduce};
   bool mpi = false, gloo = false;  // --peers mpi,gloo
   // --modes: back-to-back (nccl-tests: iterations in a row, out of place and in place) and/or
   // per-call (barrier, one call, slowest rank).

@@ -9,15 +9,6 @@ namespace riseml::bench {
 
 namespace {
 
-const char* mode_title(Mode m) {
-  switch (m) {
-    case Mode::out_of_place: return "back to back, out of place";
-    case Mode::in_place: return "back to back, in place";
-    case Mode::per_call: return "per call, in place (barrier, one call, slowest rank)";
-  }
-  return "?";
-}
-
 const char* mode_key(Mode m) {
   switch (m) {
     case Mode::out_of_place: return "b2b_out";
@@ -28,6 +19,29 @@ const char* mode_key(Mode m) {
 }
 
 }  // namespace
+
+std::size_t bench_count(BenchCollective collective, std::size_t bytes, DataType type, int ranks) {
+  const std::size_t count = bytes / element_size(type);
+  if (collective == BenchCollective::allreduce) return count;
+  const auto n = static_cast<std::size_t>(ranks);
+  return count / n * n;
+}
+
+const char* Report::mode_title(Mode m) const {
+  switch (m) {
+    case Mode::out_of_place: return "back to back, out of place";
+    case Mode::in_place: return "back to back, in place";
+    case Mode::per_call:
+      return collective_ == BenchCollective::allreduce
+                 ? "per call, in place (barrier, one call, slowest rank)"
+                 : "per call, out of place (barrier, one call, slowest rank)";
+  }
+  return "?";
+}
+
+std::size_t Report::bytes_at(std::size_t s) const {
+  return bench_count(collective_, o_.sizes[s], o_.type, ranks_) * element_size(o_.type);
+}
 
 Results::Results(std::size_t contenders, std::size_t sizes, std::size_t rounds)
     : contenders_(contenders), sizes_(sizes), cells_(contenders * kModes * sizes), limit_(sizes),
@@ -54,7 +68,12 @@ void Report::add_contender(std::string name, std::string description) {
   descriptions_.push_back(std::move(description));
 }
 
-double Report::bus_factor() const { return 2.0 * (ranks_ - 1) / ranks_; }
+// nccl-tests' factors: an allreduce moves 2(n-1)/n of its size over each rank's links, a
+// reduce-scatter or all-to-all (n-1)/n of the whole input.
+double Report::bus_factor() const {
+  const double share = static_cast<double>(ranks_ - 1) / ranks_;
+  return collective_ == BenchCollective::allreduce ? 2.0 * share : share;
+}
 
 Report::Busbw Report::busbw(const Cell& c, std::size_t bytes) const {
   Busbw b;
@@ -67,7 +86,8 @@ Report::Busbw Report::busbw(const Cell& c, std::size_t bytes) const {
 }
 
 void Report::print_table(std::FILE* out, std::size_t ci, Mode mode) const {
-  const std::string type(to_string(o_.type)), op(to_string(o_.op));
+  const std::string type(to_string(o_.type));
+  const std::string op = collective_ == BenchCollective::alltoall ? "none" : std::string(to_string(o_.op));
   std::fprintf(out, "#\n# %s -- %s\n", descriptions_[ci].c_str(), mode_title(mode));
   if (mode == Mode::per_call) {
     std::fprintf(out, "# %10s %11s %8s %6s %10s %10s %10s %10s %9s %9s %7s %7s\n", "size", "count", "type",
@@ -78,8 +98,8 @@ void Report::print_table(std::FILE* out, std::size_t ci, Mode mode) const {
   }
   for (std::size_t s = 0; s < o_.sizes.size(); ++s) {
     const Cell& c = r_.at(ci, mode, s);
-    const std::size_t count = o_.sizes[s] / element_size(o_.type);
-    const std::size_t bytes = count * element_size(o_.type);
+    const std::size_t bytes = bytes_at(s);
+    const std::size_t count = bytes / element_size(o_.type);
     if (c.rounds.empty()) {
       std::fprintf(out, "  %10zu %11zu %8s %6s %10s\n", bytes, count, type.c_str(), op.c_str(), "n/a");
       continue;
@@ -135,23 +155,24 @@ double Report::binding_limit(std::size_t s) const {
 void Report::print_ratios(std::FILE* out, Mode mode) const {
   std::fprintf(out, "#\n# busbw ratio (median rounds), %s\n# %10s", mode_title(mode), "size");
   for (std::size_t ci = 1; ci < names_.size(); ++ci) std::fprintf(out, " %10s", ("vs " + names_[ci]).c_str());
-  if (o_.limit) std::fprintf(out, " %10s", "of limit");  // the lower limit of the two
+  const bool limit = o_.limit && collective_ == BenchCollective::allreduce;
+  if (limit) std::fprintf(out, " %10s", "of limit");  // the lower limit of the two
   std::fprintf(out, "\n");
   for (std::size_t s = 0; s < o_.sizes.size(); ++s) {
-    const double ours = busbw(r_.at(0, mode, s), o_.sizes[s]).median;
-    std::fprintf(out, "  %10zu", o_.sizes[s]);
+    const double ours = busbw(r_.at(0, mode, s), bytes_at(s)).median;
+    std::fprintf(out, "  %10zu", bytes_at(s));
     for (std::size_t ci = 1; ci < names_.size(); ++ci) {
       // A peer that only reduces in place is compared in place.
       const Cell& theirs = r_.at(ci, mode, s).rounds.empty() && mode == Mode::out_of_place
                                ? r_.at(ci, Mode::in_place, s)
                                : r_.at(ci, mode, s);
-      const double t = busbw(theirs, o_.sizes[s]).median;
+      const double t = busbw(theirs, bytes_at(s)).median;
       if (t > 0 && ours > 0)
         std::fprintf(out, " %10.2f", ours / t);
       else
         std::fprintf(out, " %10s", "n/a");
     }
-    if (o_.limit) {
+    if (limit) {
       const double l = binding_limit(s);
       if (l > 0 && ours > 0)
         std::fprintf(out, " %10.2f", ours / l);
@@ -177,9 +198,20 @@ void Report::print_waits(std::FILE* out, Mode mode) const {
 }
 
 void Report::print(std::FILE* out) const {
-  std::fprintf(out, "# riseml-bench: %d ranks, %s %s, %d round(s), each a whole sweep; busbw: the median round "
-               "(low/high: the slowest and fastest round; low/med: slowest / median)\n",
-               ranks_, std::string(to_string(o_.type)).c_str(), std::string(to_string(o_.op)).c_str(), o_.rounds);
+  if (collective_ == BenchCollective::allreduce) {
+    std::fprintf(out, "# riseml-bench: %d ranks, %s %s, %d round(s), each a whole sweep; busbw: the median round "
+                 "(low/high: the slowest and fastest round; low/med: slowest / median)\n",
+                 ranks_, std::string(to_string(o_.type)).c_str(), std::string(to_string(o_.op)).c_str(), o_.rounds);
+  } else {
+    const std::string what = collective_ == BenchCollective::alltoall
+                                 ? std::string(to_string(o_.type))
+                                 : std::string(to_string(o_.type)) + " " + std::string(to_string(o_.op));
+    std::fprintf(out, "# riseml-bench: %d ranks, %s %s, %d round(s), each a whole sweep; size: each rank's whole "
+                 "input; busbw = algbw * (n-1)/n (nccl-tests), the median round (low/high: the slowest and "
+                 "fastest round; low/med: slowest / median)\n",
+                 ranks_, to_string(collective_), what.c_str(), o_.rounds);
+  }
+  for (const auto& note : notes_) std::fprintf(out, "# %s\n", note.c_str());
   if (o_.precondition_calls > 0)
     std::fprintf(out, "# preconditioned: %d riseml allreduces of %zu bytes before the sweep\n",
                  o_.precondition_calls, o_.precondition_bytes);
@@ -194,9 +226,14 @@ void Report::print(std::FILE* out) const {
     }
   if (o_.wait_stats)
     for (Mode m : modes) print_waits(out, m);
-  if (o_.limit) print_limit(out);
-  if (names_.size() > 1 || o_.limit)
-    for (Mode m : modes) print_ratios(out, m);
+  const bool limit = o_.limit && collective_ == BenchCollective::allreduce;
+  if (limit) print_limit(out);
+  if (names_.size() > 1 || limit)
+    for (Mode m : modes) {
+      bool any = false;  // reduce-scatter and all-to-all run out of place only
+      for (std::size_t s = 0; s < o_.sizes.size(); ++s) any |= !r_.at(0, m, s).rounds.empty();
+      if (any) print_ratios(out, m);
+    }
 }
 
 void Report::write_csv(const std::string& path) const {
@@ -213,7 +250,7 @@ void Report::write_csv(const std::string& path) const {
   };
   for (std::size_t ci = 0; ci < names_.size(); ++ci)
     for (Mode m : {Mode::out_of_place, Mode::in_place, Mode::per_call})
-      for (std::size_t s = 0; s < o_.sizes.size(); ++s) row(names_[ci], mode_key(m), r_.at(ci, m, s), o_.sizes[s]);
+      for (std::size_t s = 0; s < o_.sizes.size(); ++s) row(names_[ci], mode_key(m), r_.at(ci, m, s), bytes_at(s));
   for (std::size_t s = 0; s < o_.sizes.size(); ++s) row("limit", "b2b_out", r_.limit(s), o_.sizes[s]);
   for (std::size_t s = 0; s < o_.sizes.size(); ++s)
     row("stream-limit", "b2b_out", r_.stream_limit(s), o_.sizes[s]);

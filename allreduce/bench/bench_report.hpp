@@ -1,5 +1,6 @@
 // What riseml-bench measured and how it prints it: per implementation and mode a table in the
-// nccl-tests layout (size, count, type, redop, time, algbw, busbw) with the median round and the
+// nccl-tests layout (size, count, type, redop, time, algbw, busbw; busbw = algbw * 2(n-1)/n for
+// allreduce, * (n-1)/n for reduce-scatter and all-to-all) with the median round and the
 // lowest and highest rounds beside it, the ratios against the peers and the memory-bound limit,
 // and a CSV for plots.
 #pragma once
@@ -44,11 +45,18 @@ class Results {
   std::vector<Cell> cells_, limit_, stream_limit_;
 };
 
+// Elements of each rank's input for a size: whole elements, and for reduce-scatter and
+// all-to-all a whole number of them per rank (the size rounded down).
+std::size_t bench_count(BenchCollective collective, std::size_t bytes, DataType type, int ranks);
+
 class Report {
  public:
-  Report(const BenchOptions& options, int ranks, const Results& results)
-      : o_(options), ranks_(ranks), r_(results) {}
+  Report(const BenchOptions& options, int ranks, const Results& results,
+         BenchCollective collective = BenchCollective::allreduce)
+      : o_(options), ranks_(ranks), r_(results), collective_(collective) {}
   void add_contender(std::string name, std::string description);
+  // A line printed under the header (what was left out, and why).
+  void add_note(std::string note) { notes_.push_back(std::move(note)); }
   // How the stream limit was measured (printed above its table).
   void set_stream_note(std::string note) { stream_note_ = std::move(note); }
   void print(std::FILE* out) const;
@@ -68,10 +76,15 @@ class Report {
   void print_ratios(std::FILE* out, Mode mode) const;
   void print_waits(std::FILE* out, Mode mode) const;
 
+  const char* mode_title(Mode m) const;
+  // Bytes of each rank's input at size index s (see bench_count).
+  std::size_t bytes_at(std::size_t s) const;
+
   const BenchOptions& o_;
   int ranks_;
   const Results& r_;
-  std::vector<std::string> names_, descriptions_;
+  BenchCollective collective_;
+  std::vector<std::string> names_, descriptions_, notes_;
   std::string stream_note_;
 };
 

@@ -1,6 +1,7 @@
 #include "gloo_contender.hpp"
 
 #include <gloo/allreduce_ring_chunked.h>
+#include <gloo/alltoall.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/file_store.h>
 #include <gloo/transport/tcp/device.h>
@@ -20,7 +21,8 @@ namespace {
 
 class GlooContender : public Contender {
  public:
-  GlooContender(Communicator& comm, DataType type, ReduceOp op) : type_(type), op_(op) {
+  GlooContender(Communicator& comm, BenchCollective collective, DataType type, ReduceOp op)
+      : collective_(collective), type_(type), op_(op) {
     // Rank 0 makes the store directory and tells the others. Gloo's file store needs a folder
     // every rank sees: /tmp on one machine or the testbed (its nodes share the file system),
     // RISEML_BENCH_GLOO_DIR (a shared file system) across real nodes.
@@ -56,16 +58,21 @@ class GlooContender : public Contender {
 
   std::string name() const override { return "gloo"; }
   std::string description() const override {
-    return "gloo: AllreduceRingChunked over its tcp transport (" + address_ + ")";
+    return std::string("gloo: ") +
+           (alltoall() ? "alltoall" : "AllreduceRingChunked") + " over its tcp transport (" +
+           address_ + ")";
   }
   bool supports(DataType t, ReduceOp op) const override {
+    if (alltoall()) return true;  // moves bytes
     return op != ReduceOp::average &&
            (t == DataType::float32 || t == DataType::float64 || t == DataType::int32 ||
             t == DataType::int64 || t == DataType::float16);
   }
-  bool out_of_place() const override { return false; }
+  bool out_of_place() const override { return alltoall(); }
+  bool in_place() const override { return !alltoall(); }
 
   void prepare(const void*, void* out, std::size_t count) override {
+    if (alltoall()) return;
     switch (type_) {
       case DataType::float32: algorithm_ = make<float>(out, count); break;
       case DataType::float64: algorithm_ = make<double>(out, count); break;
@@ -75,10 +82,20 @@ class GlooContender : public Contender {
       default: algorithm_.reset();
     }
   }
-  void run(const void*, void*, std::size_t) override { algorithm_->run(); }
+  void run(const void* in, void* out, std::size_t count) override {
+    if (!alltoall()) return algorithm_->run();
+    // As torch's ProcessGroupGloo does: fresh options (unbound buffers) every call.
+    const std::size_t bytes = count * element_size(type_);
+    gloo::AlltoallOptions options(context_);
+    options.setInput(static_cast<std::uint8_t*>(const_cast<void*>(in)), bytes);
+    options.setOutput(static_cast<std::uint8_t*>(out), bytes);
+    gloo::alltoall(options);
+  }
   void run_in_place(void*, std::size_t) override { algorithm_->run(); }
 
  private:
+  bool alltoall() const { return collective_ == BenchCollective::alltoall; }
+
   template <class T>
   std::unique_ptr<gloo::Algorithm> make(void* out, std::size_t count) {
     const gloo::ReductionFunction<T>* fn = gloo::ReductionFunction<T>::sum;
@@ -90,6 +107,7 @@ class GlooContender : public Contender {
                                                            static_cast<int>(count), fn);
   }
 
+  BenchCollective collective_;
   DataType type_;
   ReduceOp op_;
   std::string dir_, address_;
@@ -100,8 +118,9 @@ class GlooContender : public Contender {
 
 }  // namespace
 
-std::unique_ptr<Contender> make_gloo_contender(Communicator& comm, DataType type, ReduceOp op) {
-  return std::make_unique<GlooContender>(comm, type, op);
+std::unique_ptr<Contender> make_gloo_contender(Communicator& comm, BenchCollective collective,
+                                               DataType type, ReduceOp op) {
+  return std::make_unique<GlooContender>(comm, collective, type, op);
 }
 
 }  // namespace riseml::bench

@@ -7,10 +7,14 @@
 
 #include <memory>
 
+#include "bench_options.hpp"
 #include "contender.hpp"
 
 namespace riseml::bench {
 
-std::unique_ptr<Contender> make_gloo_contender(Communicator& comm, DataType type, ReduceOp op);
+// allreduce: AllreduceRingChunked (in place); alltoall: gloo::alltoall. Gloo's reduce-scatter
+// (in place, halving-doubling over a different block layout) is not wired in.
+std::unique_ptr<Contender> make_gloo_contender(Communicator& comm, BenchCollective collective,
+                                               DataType type, ReduceOp op);
 
 }  // namespace riseml::bench

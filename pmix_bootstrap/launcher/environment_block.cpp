@@ -1,5 +1,6 @@
 #include "environment_block.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -31,12 +32,21 @@ EnvironmentBlock::~EnvironmentBlock() {
   entries_ = nullptr;
 }
 
-EnvironmentBlock EnvironmentBlock::inherited_without_pmix_client_variables() {
+EnvironmentBlock EnvironmentBlock::inherited_without_pmix_client_variables(
+    const std::vector<std::string>& overrides) {
+  auto overridden = [&](const std::string& entry) {
+    const std::size_t equals = entry.find('=');
+    if (equals == std::string::npos) return false;
+    const std::string name = entry.substr(0, equals + 1);  // "NAME="
+    return std::any_of(overrides.begin(), overrides.end(),
+                       [&](const std::string& override) { return override.starts_with(name); });
+  };
   std::vector<std::string> kept;
   for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
     std::string text(*entry);
-    if (!is_pmix_client_variable(text)) kept.push_back(std::move(text));
+    if (!is_pmix_client_variable(text) && !overridden(text)) kept.push_back(std::move(text));
   }
+  kept.insert(kept.end(), overrides.begin(), overrides.end());
   return EnvironmentBlock(kept);
 }
 

@@ -18,8 +18,10 @@ class EnvironmentBlock {
   ~EnvironmentBlock();
 
   // This process's environment without the PMIx client variables it may have inherited from
-  // an outer launcher (PMIX_MCA_* tuning stays): the children's server is ours.
-  static EnvironmentBlock inherited_without_pmix_client_variables();
+  // an outer launcher (PMIX_MCA_* tuning stays): the children's server is ours. `overrides`
+  // ("NAME=value") replace inherited variables of the same name and are added at the end.
+  static EnvironmentBlock inherited_without_pmix_client_variables(
+      const std::vector<std::string>& overrides = {});
 
   char** entries() const { return entries_; }
   char*** address() { return &entries_; }

@@ -13,6 +13,7 @@
 #include "job_secret_key.hpp"
 #include "pmix_info_list.hpp"
 #include "pmix_status_text.hpp"
+#include "rank_environment.hpp"
 
 namespace riseml::launch {
 
@@ -139,7 +140,8 @@ RegisteredJob::~RegisteredJob() {
 }
 
 EnvironmentBlock RegisteredJob::environment_for(int rank) const {
-  EnvironmentBlock environment = EnvironmentBlock::inherited_without_pmix_client_variables();
+  EnvironmentBlock environment = EnvironmentBlock::inherited_without_pmix_client_variables(
+      horovod_rank_variables(rank, layout_.ranks));
   pmix_proc_t proc = proc_of(layout_.nspace, rank);
   pmix_status_t status = PMIx_server_setup_fork(&proc, environment.address());
   check(status, "PMIx_server_setup_fork for rank " + std::to_string(rank));

@@ -30,7 +30,8 @@ class RegisteredJob {
   void abandon() { abandoned_ = true; }
 
   // What rank `rank` is exec'd with: the launcher's environment minus inherited PMIx client
-  // variables, plus what PMIx_server_setup_fork adds to find this server.
+  // variables, with Horovod's rank variables (rank_environment.hpp) set for this rank, plus
+  // what PMIx_server_setup_fork adds to find this server.
   EnvironmentBlock environment_for(int rank) const;
 
  private:

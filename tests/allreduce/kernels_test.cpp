@@ -4,7 +4,9 @@
 
 #include <cmath>
 #include <cstring>
+#include <iterator>
 #include <random>
+#include <stdexcept>
 
 #include "kernels/half_float.hpp"
 #include "kernels/reduce_kernels.hpp"
@@ -46,6 +48,21 @@ void scalar_reduce(DataType t, ReduceOp op, std::byte* out, const std::byte* a,
       if (op == ReduceOp::min || op == ReduceOp::max) r = pick(std::int64_t(x), std::int64_t(y)); else r = std::int64_t(pick(x, y));
       std::memcpy(out, &r, 8); break; }
     case DataType::uint8: { unsigned x = unsigned(a[0]), y = unsigned(b[0]); out[0] = std::byte(static_cast<std::uint8_t>(pick(x, y))); break; }
+    case DataType::int8: { std::int8_t x, y; std::memcpy(&x, a, 1); std::memcpy(&y, b, 1);
+      // Wrapping sum and product in unsigned, min and max signed.
+      std::int8_t r;
+      if (op == ReduceOp::min || op == ReduceOp::max) r = pick(x, y);
+      else r = static_cast<std::int8_t>(static_cast<std::uint8_t>(pick(unsigned(std::uint8_t(x)), unsigned(std::uint8_t(y)))));
+      std::memcpy(out, &r, 1); break; }
+    case DataType::int16: { std::int16_t x, y; std::memcpy(&x, a, 2); std::memcpy(&y, b, 2);
+      std::int16_t r;
+      if (op == ReduceOp::min || op == ReduceOp::max) r = pick(x, y);
+      else r = static_cast<std::int16_t>(static_cast<std::uint16_t>(pick(unsigned(std::uint16_t(x)), unsigned(std::uint16_t(y)))));
+      std::memcpy(out, &r, 2); break; }
+    case DataType::boolean: {  // any nonzero byte is true; the result is 0 or 1
+      const bool x = a[0] != std::byte{0}, y = b[0] != std::byte{0};
+      const bool any = op == ReduceOp::sum || op == ReduceOp::average || op == ReduceOp::max;
+      out[0] = std::byte(static_cast<std::uint8_t>(any ? (x || y) : (x && y))); break; }
     case DataType::float16: case DataType::bfloat16: {
       std::uint16_t x, y; std::memcpy(&x, a, 2); std::memcpy(&y, b, 2);
       const bool h = t == DataType::float16;
@@ -70,6 +87,10 @@ std::vector<std::byte> random_bytes_for(DataType t, std::size_t n, std::mt19937&
       case DataType::int32: { std::int32_t k = std::int32_t(rng()); std::memcpy(p, &k, 4); break; }
       case DataType::int64: { std::int64_t k = std::int64_t(rng()) << 32 | rng(); std::memcpy(p, &k, 8); break; }
       case DataType::uint8: p[0] = std::byte(std::uint8_t(rng())); break;
+      case DataType::int8: p[0] = std::byte(std::uint8_t(rng())); break;
+      case DataType::int16: { std::uint16_t k = std::uint16_t(rng()); std::memcpy(p, &k, 2); break; }
+      // Mostly 0 and 1, some other bytes (which count as true).
+      case DataType::boolean: { const auto k = rng() % 8; p[0] = std::byte(std::uint8_t(k < 4 ? k % 2 : (k < 7 ? 1 : 0x80))); break; }
     }
   }
   return v;
@@ -152,15 +173,71 @@ TEST(HalfFloat, SixteenBitSumsAccumulateInFloat32) {
   }
 }
 
-TEST(ReduceKernels, DivideTruncatesIntegersAndRoundsHalfFloats) {
-  std::int32_t ints[3] = {7, -7, 9};
-  kernels::divide(DataType::int32, ints, 3, 2);
+// Integers round down (floor division, as Python's // and torch.floor_divide).
+TEST(ReduceKernels, DivideFloorsIntegersAndRoundsHalfFloats) {
+  std::int32_t ints[4] = {7, -7, 9, -8};
+  kernels::divide(DataType::int32, ints, 4, 2);
   EXPECT_EQ(ints[0], 3);
-  EXPECT_EQ(ints[1], -3);
+  EXPECT_EQ(ints[1], -4);
   EXPECT_EQ(ints[2], 4);
+  EXPECT_EQ(ints[3], -4);
+  std::int64_t big[2] = {-75, 75};
+  kernels::divide(DataType::int64, big, 2, 2);
+  EXPECT_EQ(big[0], -38);
+  EXPECT_EQ(big[1], 37);
   std::uint16_t h = kernels::float_to_float16(3.0f);
   kernels::divide(DataType::float16, &h, 1, 2);
   EXPECT_EQ(kernels::float16_to_float(h), 1.5f);
+}
+
+// int8 and int16 averages round as int32's do, whatever values come (negative ones included).
+TEST(ReduceKernels, SmallIntegersDivideAsInt32AndBoolHasNoAverage) {
+  const std::int32_t values[] = {-128, -127, -7, -6, -1, 0, 1, 5, 7, 126, 127};
+  for (int divisor : {1, 2, 3, 7, 64, 300}) {
+    std::int32_t wide[std::size(values)];
+    std::int8_t i8[std::size(values)];
+    std::int16_t i16[std::size(values)];
+    for (std::size_t k = 0; k < std::size(values); ++k) {
+      wide[k] = values[k];
+      i8[k] = static_cast<std::int8_t>(values[k]);
+      i16[k] = static_cast<std::int16_t>(values[k] * 200);
+    }
+    kernels::divide(DataType::int32, wide, std::size(values), divisor);
+    kernels::divide(DataType::int8, i8, std::size(values), divisor);
+    kernels::divide(DataType::int16, i16, std::size(values), divisor);
+    for (std::size_t k = 0; k < std::size(values); ++k) {
+      EXPECT_EQ(i8[k], wide[k]) << values[k] << " / " << divisor;
+      std::int32_t w = values[k] * 200;
+      kernels::divide(DataType::int32, &w, 1, divisor);
+      EXPECT_EQ(i16[k], w) << values[k] * 200 << " / " << divisor;
+    }
+  }
+  std::uint8_t b = 1;
+  EXPECT_THROW(kernels::divide(DataType::boolean, &b, 1, 2), std::invalid_argument);
+}
+
+TEST(ReduceKernels, SmallIntegersWrapAndBoolIsOrAndAnd) {
+  for (Isa isa : isas()) {
+    const std::int8_t a8[2] = {127, -128}, b8[2] = {1, -1};
+    std::int8_t o8[2];
+    kernels::reduce(isa, DataType::int8, ReduceOp::sum, o8, a8, b8, 2);
+    EXPECT_EQ(o8[0], -128);
+    EXPECT_EQ(o8[1], 127);
+    const std::int16_t a16[1] = {300}, b16[1] = {300};
+    std::int16_t o16[1];
+    kernels::reduce(isa, DataType::int16, ReduceOp::product, o16, a16, b16, 1);
+    EXPECT_EQ(o16[0], static_cast<std::int16_t>(90000 - 65536));
+    const std::uint8_t x[4] = {0, 0, 1, 7}, y[4] = {0, 1, 0, 1};
+    std::uint8_t o[4];
+    for (ReduceOp op : {ReduceOp::sum, ReduceOp::max}) {
+      kernels::reduce(isa, DataType::boolean, op, o, x, y, 4);
+      EXPECT_EQ(o[0], 0); EXPECT_EQ(o[1], 1); EXPECT_EQ(o[2], 1); EXPECT_EQ(o[3], 1);
+    }
+    for (ReduceOp op : {ReduceOp::product, ReduceOp::min}) {
+      kernels::reduce(isa, DataType::boolean, op, o, x, y, 4);
+      EXPECT_EQ(o[0], 0); EXPECT_EQ(o[1], 0); EXPECT_EQ(o[2], 0); EXPECT_EQ(o[3], 1);
+    }
+  }
 }
 
 // Averaging over more ranks than the type can count: the divisor must not wrap (uint8 / 256

@@ -1,6 +1,8 @@
 // Test data whose reductions are exact in every type (small integers, powers of two), and a
 // scalar reference that computes them the way the issue specifies: integers wrap, 16-bit
-// floats are accumulated exactly and rounded once, average divides the sum.
+// floats are accumulated exactly and rounded once, average divides the sum (integers round
+// down, as floor division), bool is or (sum,
+// max) and and (product, min) and has no average.
 #pragma once
 
 #include <riseml/datatype.hpp>
@@ -10,12 +12,24 @@
 #include <vector>
 
 #include "kernels/half_float.hpp"
+#include "kernels/reduce_kernels.hpp"
 
 namespace riseml::test {
+
+// Integer average: the sum divided by the ranks, rounded down (floor), as Python's //.
+inline std::int64_t floor_div(std::int64_t v, std::int64_t d) {
+  const std::int64_t q = v / d;
+  return (v % d != 0 && v < 0) ? q - 1 : q;
+}
 
 inline double test_value(ReduceOp op, DataType t, int rank, std::size_t i) {
   const long r = rank;
   const long k = static_cast<long>(i % 100003);
+  if (t == DataType::boolean) {
+    // "any" (sum, max) mostly false, "all" (product, min) mostly true: both results occur.
+    if (op == ReduceOp::product || op == ReduceOp::min) return (r + k) % 7 == 0 ? 0.0 : 1.0;
+    return (r * 7 + k * 3) % 11 == 0 ? 1.0 : 0.0;
+  }
   switch (op) {
     case ReduceOp::sum:
     case ReduceOp::average:
@@ -43,6 +57,9 @@ inline void store(DataType t, std::byte* p, std::size_t i, double v) {
     case DataType::int32: { auto x = std::int32_t(v); std::memcpy(p + i * 4, &x, 4); break; }
     case DataType::int64: { auto x = std::int64_t(v); std::memcpy(p + i * 8, &x, 8); break; }
     case DataType::uint8: { auto x = static_cast<std::uint8_t>(static_cast<int>(v)); p[i] = std::byte{x}; break; }
+    case DataType::int8: { auto x = static_cast<std::int8_t>(static_cast<int>(v)); std::memcpy(p + i, &x, 1); break; }
+    case DataType::int16: { auto x = static_cast<std::int16_t>(static_cast<int>(v)); std::memcpy(p + i * 2, &x, 2); break; }
+    case DataType::boolean: p[i] = std::byte{static_cast<std::uint8_t>(v != 0 ? 1 : 0)}; break;
   }
 }
 
@@ -56,8 +73,19 @@ inline std::vector<std::byte> make_input(ReduceOp op, DataType t, int rank, std:
 inline std::vector<std::byte> expected_result(ReduceOp op, DataType t, int n, std::size_t count) {
   std::vector<std::byte> v(count * element_size(t) + 1);
   for (std::size_t i = 0; i < count; ++i) {
+    if (t == DataType::boolean) {  // or for sum and max, and for product and min
+      const bool any = op != ReduceOp::product && op != ReduceOp::min;
+      bool acc = !any;
+      for (int r = 0; r < n; ++r) {
+        const bool x = test_value(op, t, r, i) != 0;
+        acc = any ? (acc || x) : (acc && x);
+      }
+      v[i] = std::byte{static_cast<std::uint8_t>(acc)};
+      continue;
+    }
     // Integers in 64-bit wrapping arithmetic, then truncated to the type (wraps the same way).
-    if (t == DataType::int32 || t == DataType::int64 || t == DataType::uint8) {
+    if (t == DataType::int32 || t == DataType::int64 || t == DataType::uint8 ||
+        t == DataType::int8 || t == DataType::int16) {
       std::uint64_t acc = 0;
       std::int64_t best = 0;
       for (int r = 0; r < n; ++r) {
@@ -71,11 +99,24 @@ inline std::vector<std::byte> expected_result(ReduceOp op, DataType t, int n, st
       std::int64_t result = (op == ReduceOp::min || op == ReduceOp::max) ? best : static_cast<std::int64_t>(acc);
       if (t == DataType::int32) {
         std::int32_t x = static_cast<std::int32_t>(static_cast<std::uint32_t>(result));
-        if (op == ReduceOp::average) x = static_cast<std::int32_t>(x / n);
+        if (op == ReduceOp::average) x = static_cast<std::int32_t>(floor_div(x, n));
         std::memcpy(v.data() + i * 4, &x, 4);
       } else if (t == DataType::int64) {
-        if (op == ReduceOp::average) result /= n;
+        if (op == ReduceOp::average) result = floor_div(result, n);
         std::memcpy(v.data() + i * 8, &result, 8);
+      } else if (t == DataType::int16 || t == DataType::int8) {
+        // Average rounds as the wider integers do (the kernels test pins that rule down).
+        std::int32_t x = t == DataType::int16
+                             ? static_cast<std::int16_t>(static_cast<std::uint16_t>(result))
+                             : static_cast<std::int8_t>(static_cast<std::uint8_t>(result));
+        if (op == ReduceOp::average) kernels::divide(DataType::int32, &x, 1, n);
+        if (t == DataType::int16) {
+          const auto y = static_cast<std::int16_t>(x);
+          std::memcpy(v.data() + i * 2, &y, 2);
+        } else {
+          const auto y = static_cast<std::int8_t>(x);
+          std::memcpy(v.data() + i, &y, 1);
+        }
       } else {
         std::uint8_t x = static_cast<std::uint8_t>(result);
         if (op == ReduceOp::average) x = static_cast<std::uint8_t>(x / n);

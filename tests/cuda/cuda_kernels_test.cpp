@@ -189,7 +189,8 @@ TEST(CudaIntegerKernels, DivideTruncatesAsTheCpu) {
   RISEML_SKIP_WITHOUT_GPU();
   const std::size_t count = 100003;
   std::mt19937_64 rng(5);
-  for (DataType t : {DataType::int32, DataType::int64, DataType::uint8}) {
+  for (DataType t : {DataType::int32, DataType::int64, DataType::uint8, DataType::int8,
+                     DataType::int16}) {
     for (int divisor : {1, 2, 3, 7, 48, 1000}) {
       std::vector<unsigned char> expected(count * element_size(t));
       for (auto& b : expected) b = static_cast<unsigned char>(rng());

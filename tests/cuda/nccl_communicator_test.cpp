@@ -97,6 +97,30 @@ TEST_F(Nccl, OneRankPerDevice) {
   allreduce_broadcast_allgather(devices);
 }
 
+// int8 maps to ncclInt8; NCCL has no int16 and no bool, so those are refused by name.
+TEST_F(Nccl, Int8RunsAndInt16AndBoolAreRefused) {
+  on_ranks(1, [](int, NcclCommunicator& comm, cudaStream_t stream) {
+    std::vector<std::int8_t> v(1000, -5);
+    DeviceBuffer d(v.size());
+    d.upload(v);
+    comm.allreduce(d.get(), d.get(), v.size(), DataType::int8, ReduceOp::sum, stream);
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    for (auto x : d.download<std::int8_t>(v.size())) ASSERT_EQ(x, -5);
+    for (DataType t : {DataType::int16, DataType::boolean}) {
+      try {
+        comm.allreduce(d.get(), d.get(), 10, t, ReduceOp::sum, stream);
+        ADD_FAILURE() << to_string(t) << " was not refused";
+      } catch (const CollectiveError& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::invalid_argument) << e.what();
+        EXPECT_NE(std::string(e.what()).find("GPU collectives do not support " +
+                                             std::string(to_string(t))),
+                  std::string::npos)
+            << e.what();
+      }
+    }
+  });
+}
+
 // Rank 0 of a 2-rank job whose rank 1 never comes: the unique id is "shared", NCCL's setup
 // waits for the peer; the communicator must give up after the timeout, not hang.
 class LonelyRendezvous : public Rendezvous {

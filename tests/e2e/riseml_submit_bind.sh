@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # riseml submit with the site's default bind (auto): the translator writes --riseml-bind=auto on
-# the run step, and spank_riseml.so gives each of the 2 x 2 Horovod processes its own GPU and
-# RISEML_LOCAL_RANK. Arguments: the riseml binary, a scratch folder every node sees.
+# the run step, and spank_riseml.so gives each of the 2 x 2 Horovod processes its own GPU,
+# RISEML_LOCAL_RANK and Horovod's HOROVOD_RANK ... HOROVOD_CROSS_SIZE. Arguments: the riseml
+# binary, a scratch folder every node sees.
 # shellcheck source-path=SCRIPTDIR source=common.sh
 . "$(dirname "$0")/common.sh"
 # shellcheck source-path=SCRIPTDIR source=spank_common.sh
@@ -17,7 +18,7 @@ train:
   horovod: {workers: 2}
   resources: {gpus: 2, cpus: 1, mem: 128}
   run:
-    - echo "bound rank=${SLURM_PROCID} host=$(hostname) local=${RISEML_LOCAL_RANK:-unset} size=${RISEML_LOCAL_SIZE:-unset} node=${RISEML_NODE_ID:-unset} cvd=${CUDA_VISIBLE_DEVICES:-unset}"
+    - echo "bound rank=${SLURM_PROCID} host=$(hostname) local=${RISEML_LOCAL_RANK:-unset} size=${RISEML_LOCAL_SIZE:-unset} node=${RISEML_NODE_ID:-unset} hvd=${HOROVOD_RANK:-unset}/${HOROVOD_SIZE:-unset}/${HOROVOD_LOCAL_RANK:-unset}/${HOROVOD_LOCAL_SIZE:-unset}/${HOROVOD_CROSS_RANK:-unset}/${HOROVOD_CROSS_SIZE:-unset} cvd=${CUDA_VISIBLE_DEVICES:-unset}"
 slurm: {time: '2'}
 YML
 printf 'containers: none\n' >"$dir/site.yml" # bind: auto is the default
@@ -41,4 +42,11 @@ for host in $(sed -n 's/.* host=\([^ ]*\) .*/\1/p' <<<"$lines" | sort -u); do
 done
 [ "$(sed -n 's/.* node=\([^ ]*\) .*/\1/p' <<<"$lines" | sort -u | tr '\n' ' ')" = "0 1 " ] ||
   fail "want RISEML_NODE_ID 0 and 1:"$'\n'"$lines"
+# Horovod's six: rank/size/local rank/local size/cross rank (= the node)/cross size (2 nodes).
+while read -r line; do
+  want=$(sed -n 's/^bound rank=\([0-9]*\) .* local=\([0-9]*\) size=2 node=\([0-9]*\) .*/\1\/4\/\2\/2\/\3\/2/p' <<<"$line")
+  if [ -z "$want" ] || [[ $line != *" hvd=$want "* ]]; then
+    fail "want HOROVOD_RANK/SIZE/LOCAL_RANK/LOCAL_SIZE/CROSS_RANK/CROSS_SIZE=${want:-?} in: $line"
+  fi
+done <<<"$lines"
 ok "job $job: 2 nodes x 2 processes, each its own GPU and local rank"

@@ -29,9 +29,10 @@ expand_cpus() {
 # One line per task with what the plugin gave it, fields separated by '|':
 # host|SLURM_LOCALID|CUDA_VISIBLE_DEVICES|RISEML_LOCAL_RANK|RISEML_LOCAL_SIZE|RISEML_NODE_ID|
 # NCCL_IB_HCA|NCCL_SOCKET_IFNAME|UCX_NET_DEVICES|OMP_NUM_THREADS|CUDA_DEVICE_ORDER|
-# Cpus_allowed_list|RISEML_PLAN
+# Cpus_allowed_list|RISEML_PLAN|SLURM_PROCID|HOROVOD_RANK|HOROVOD_SIZE|HOROVOD_LOCAL_RANK|
+# HOROVOD_LOCAL_SIZE|HOROVOD_CROSS_RANK|HOROVOD_CROSS_SIZE (fields 2 to 21 of cut -d'|')
 # shellcheck disable=SC2016,SC2034 # expanded by the task's shell; used by the sourcing scripts
-task_report='echo "T|$(hostname)|$SLURM_LOCALID|${CUDA_VISIBLE_DEVICES-unset}|${RISEML_LOCAL_RANK-unset}|${RISEML_LOCAL_SIZE-unset}|${RISEML_NODE_ID-unset}|${NCCL_IB_HCA-unset}|${NCCL_SOCKET_IFNAME-unset}|${UCX_NET_DEVICES-unset}|${OMP_NUM_THREADS-unset}|${CUDA_DEVICE_ORDER-unset}|$(sed -n "s/^Cpus_allowed_list:[[:space:]]*//p" /proc/self/status)|${RISEML_PLAN-unset}"'
+task_report='echo "T|$(hostname)|$SLURM_LOCALID|${CUDA_VISIBLE_DEVICES-unset}|${RISEML_LOCAL_RANK-unset}|${RISEML_LOCAL_SIZE-unset}|${RISEML_NODE_ID-unset}|${NCCL_IB_HCA-unset}|${NCCL_SOCKET_IFNAME-unset}|${UCX_NET_DEVICES-unset}|${OMP_NUM_THREADS-unset}|${CUDA_DEVICE_ORDER-unset}|$(sed -n "s/^Cpus_allowed_list:[[:space:]]*//p" /proc/self/status)|${RISEML_PLAN-unset}|$SLURM_PROCID|${HOROVOD_RANK-unset}|${HOROVOD_SIZE-unset}|${HOROVOD_LOCAL_RANK-unset}|${HOROVOD_LOCAL_SIZE-unset}|${HOROVOD_CROSS_RANK-unset}|${HOROVOD_CROSS_SIZE-unset}"'
 
 # Checks the task lines of one --riseml-bind=auto step: TASKS_PER_NODE tasks on each node, each
 # with its own GPU and the environment of its plan. Argument: the output, tasks per node.
@@ -39,7 +40,7 @@ check_bound_tasks() {
   local out=$1 per_node=$2 lines host lid cvd rank size node hca ifname ucx omp order cpus plan
   lines=$(grep '^T|' <<<"$out" || true)
   declare -A seen_gpu=() seen_rank=() node_of_host=()
-  while IFS='|' read -r _ host lid cvd rank size node hca ifname ucx omp order cpus plan; do
+  while IFS='|' read -r _ host lid cvd rank size node hca ifname ucx omp order cpus plan _; do
     [[ $cvd =~ ^[0-9]+$ ]] || fail "$host task $lid: want one GPU index in CUDA_VISIBLE_DEVICES, got '$cvd':"$'\n'"$out"
     [ "$cvd" -lt "${GPUS:-4}" ] || fail "$host task $lid: GPU $cvd is outside the node's ${GPUS:-4}:"$'\n'"$out"
     [ -z "${seen_gpu[$host/$cvd]:-}" ] || fail "$host: GPU $cvd given to two tasks:"$'\n'"$out"
@@ -72,4 +73,33 @@ check_bound_tasks() {
   [ "$(grep -c . <<<"$lines")" -eq "$want" ] || fail "want $want task lines:"$'\n'"$out"
   [ "$(printf '%s\n' "${node_of_host[@]}" | sort -u | wc -l)" -eq "${#node_of_host[@]}" ] ||
     fail "two nodes with the same RISEML_NODE_ID:"$'\n'"$out"
+  check_horovod_variables "$out"
+}
+
+# Checks HOROVOD_* of every task line against Horovod's definitions, from the layout the lines
+# show (each node's task count by RISEML_NODE_ID): rank = SLURM_PROCID, size = all tasks, local
+# rank/size within the node, cross size = the nodes with a task of this local rank, cross rank =
+# this node's index among them. Argument: the output of a step that ran $task_report.
+check_horovod_variables() {
+  local out=$1 lines host lid node procid hrank hsize hlrank hlsize hcrank hcsize total m want_rank want_size
+  lines=$(grep '^T|' <<<"$out" || true)
+  total=$(grep -c . <<<"$lines")
+  declare -A count=() seen=()
+  while IFS='|' read -r _ host lid _ _ _ node _ _ _ _ _ _ _ procid _; do
+    count[$node]=$((${count[$node]:-0} + 1))
+  done <<<"$lines"
+  while IFS='|' read -r _ host lid _ _ _ node _ _ _ _ _ _ _ procid hrank hsize hlrank hlsize hcrank hcsize; do
+    want_rank=0 want_size=0
+    for m in "${!count[@]}"; do
+      [ "${count[$m]}" -gt "$lid" ] || continue
+      want_size=$((want_size + 1))
+      if [ "$m" -lt "$node" ]; then want_rank=$((want_rank + 1)); fi
+    done
+    local got="$hrank/$hsize/$hlrank/$hlsize/$hcrank/$hcsize"
+    local want="$procid/$total/$lid/${count[$node]}/$want_rank/$want_size"
+    [ "$got" = "$want" ] ||
+      fail "$host task $lid: HOROVOD_RANK/SIZE/LOCAL_RANK/LOCAL_SIZE/CROSS_RANK/CROSS_SIZE=$got, want $want:"$'\n'"$out"
+    [ -z "${seen[$hrank]:-}" ] || fail "HOROVOD_RANK=$hrank twice:"$'\n'"$out"
+    seen[$hrank]=1
+  done <<<"$lines"
 }

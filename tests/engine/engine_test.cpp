@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <string>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -176,9 +177,13 @@ TEST(Engine, PrescalePostscaleIncludingHalf) {
     hh.wait();
     EXPECT_EQ(f[0], 12.0f);           // (1.5 + 1.5) * 4
     EXPECT_EQ(h[3], 0x3800);          // (0.5 + 0.5) * 0.5
-    std::vector<std::int32_t> i(1, 1);
-    EXPECT_THROW(e.allreduce("i", i.data(), i.data(), {1}, DataType::int32, ReduceOp::sum, 2.0),
-                 CollectiveError);
+    // Integers scale in double and truncate toward zero (Horovod's rule).
+    std::vector<std::int32_t> i{7, -7};
+    e.allreduce("i", i.data(), i.data(), {2}, DataType::int32, ReduceOp::sum, 0.5).wait();
+    EXPECT_EQ(i, (std::vector<std::int32_t>{6, -6}));  // 3 + 3, -3 - 3
+    std::vector<std::int8_t> b{100, -100};
+    e.allreduce("b", b.data(), b.data(), {2}, DataType::int8, ReduceOp::max, 4.0).wait();
+    EXPECT_EQ(b, (std::vector<std::int8_t>{127, -128}));  // saturated, not undefined
   });
 }
 
@@ -293,14 +298,20 @@ TEST(Engine, JoinLetsOthersGoOnWithZeros) {
       std::vector<float> big(100, 1.0f);
       auto h1 = e.allreduce("x", x.data(), x.data(), {3}, DataType::float32, ReduceOp::sum);
       auto h2 = e.allreduce("big", big.data(), big.data(), {100}, DataType::float32, ReduceOp::sum);
+      // Horovod's rule: only allreduces go on while a rank has joined.
       std::vector<float> rows(2, float(rank));
       auto h3 = e.allgather("rows", rows.data(), {2}, DataType::float32);
       h1.wait();
       h2.wait();
-      h3.wait();
       EXPECT_EQ(x[0], 2.0f);
       EXPECT_EQ(big[99], 2.0f);
-      EXPECT_EQ(h3.output_shape(), (std::vector<std::int64_t>{4}));
+      try {
+        h3.wait();
+        ADD_FAILURE() << "allgather with a joined rank succeeded";
+      } catch (const CollectiveError& err) {
+        EXPECT_NE(std::string(err.what()).find("rank 0 has joined"), std::string::npos)
+            << err.what();
+      }
       results[static_cast<size_t>(rank)] = e.join().join_result();
     }
     // After a join everyone works again.
@@ -477,6 +488,119 @@ TEST(EngineWire, RoundTripAndTruncation) {
       EXPECT_EQ(e.culprit_rank(), 3);
     }
   }
+}
+
+}  // namespace
+}  // namespace riseml::engine
+
+namespace riseml::engine {
+namespace {
+
+TEST(Engine, ReducescatterDealsRowsInRankOrderGroupedAndScaled) {
+  run_engines(3, [](Engine& e, int rank) {
+    // 7 rows of 2: ranks get 3, 2, 2 rows; a second tensor of 2 rows: 1, 1, 0.
+    std::vector<float> a(14), b(2);
+    for (int i = 0; i < 14; ++i) a[static_cast<std::size_t>(i)] = float(i * (rank + 1));
+    b = {float(rank), float(rank)};
+    const std::int64_t mine_a = reducescatter_rows(7, 3, rank), mine_b = reducescatter_rows(2, 3, rank);
+    EXPECT_EQ(mine_a, rank == 0 ? 3 : 2);
+    std::vector<float> oa(static_cast<std::size_t>(mine_a * 2), -1.0f), ob(static_cast<std::size_t>(mine_b), -1.0f);
+    Request r;
+    r.kind = OpKind::reducescatter;
+    r.name = "rs";
+    r.op = ReduceOp::sum;
+    r.postscale = 0.5;
+    r.tensors.push_back({a.data(), oa.data(), {7, 2}});
+    r.tensors.push_back({b.data(), ob.data(), {2}});
+    e.enqueue(std::move(r)).wait();
+    const int first = rank == 0 ? 0 : 3 + 2 * (rank - 1);
+    for (std::int64_t i = 0; i < mine_a * 2; ++i)
+      EXPECT_EQ(oa[static_cast<std::size_t>(i)], float((first * 2 + i) * 6) * 0.5f) << rank << " " << i;
+    if (mine_b) {
+      EXPECT_EQ(ob[0], 1.5f);  // (0 + 1 + 2) * 0.5
+    }
+    // A single tensor goes straight from the caller's buffer, integers averaged.
+    std::vector<std::int64_t> c(6, rank), oc(2, -1);
+    Request s;
+    s.kind = OpKind::reducescatter;
+    s.name = "rs.avg";
+    s.dtype = DataType::int64;
+    s.op = ReduceOp::average;
+    s.tensors.push_back({c.data(), oc.data(), {6}});
+    e.enqueue(std::move(s)).wait();
+    EXPECT_EQ(oc, (std::vector<std::int64_t>{1, 1}));
+  });
+}
+
+TEST(Engine, AlltoallWithSplitsReturnsRowsAndReceivedSplits) {
+  run_engines(3, [](Engine& e, int rank) {
+    // Rank r sends d + 1 rows of 2 values (10 * r + d) to rank d.
+    std::vector<std::int32_t> in;
+    std::vector<std::int64_t> splits;
+    for (int d = 0; d < 3; ++d) {
+      splits.push_back(d + 1);
+      for (int k = 0; k < 2 * (d + 1); ++k) in.push_back(10 * rank + d);
+    }
+    Request r;
+    r.kind = OpKind::alltoall;
+    r.name = "a2a";
+    r.dtype = DataType::int32;
+    r.splits = splits;
+    r.tensors.push_back({in.data(), nullptr, {6, 2}});
+    Handle h = e.enqueue(std::move(r));
+    h.wait();
+    EXPECT_EQ(h.received_splits(), (std::vector<std::int64_t>(3, rank + 1)));
+    EXPECT_EQ(h.output_shape(0), (std::vector<std::int64_t>{3 * (rank + 1), 2}));
+    const auto* out = reinterpret_cast<const std::int32_t*>(h.output(0).data());
+    for (int s = 0; s < 3; ++s)
+      for (int k = 0; k < 2 * (rank + 1); ++k) EXPECT_EQ(out[s * 2 * (rank + 1) + k], 10 * s + rank);
+    // Splits that do not add up, or an uneven equal split, are refused at once.
+    Request bad;
+    bad.kind = OpKind::alltoall;
+    bad.name = "a2a.bad";
+    bad.splits = {1, 1, 1};
+    std::vector<float> four(4);
+    bad.tensors.push_back({four.data(), nullptr, {4}});
+    EXPECT_THROW(e.enqueue(bad), CollectiveError);
+    bad.splits.clear();
+    EXPECT_THROW(e.enqueue(bad), CollectiveError);
+  });
+}
+
+TEST(Engine, GroupedAllgatherAndAdasum) {
+  run_engines(2, [](Engine& e, int rank) {
+    std::vector<float> a(static_cast<std::size_t>(rank + 1) * 2, float(rank));
+    std::vector<float> bf(1, float(rank) + 0.5f);
+    Request r;
+    r.kind = OpKind::allgather;
+    r.name = "gg";
+    r.dtype = DataType::float32;
+    r.tensors.push_back({a.data(), nullptr, {rank + 1, 2}});
+    r.tensors.push_back({bf.data(), nullptr, {1}});
+    Handle h = e.enqueue(r);
+    h.wait();
+    ASSERT_EQ(h.output_count(), 2u);
+    EXPECT_EQ(h.output_shape(0), (std::vector<std::int64_t>{3, 2}));
+    EXPECT_EQ(h.output_shape(1), (std::vector<std::int64_t>{2}));
+    const auto* g0 = reinterpret_cast<const float*>(h.output(0).data());
+    EXPECT_EQ(g0[0], 0.0f);
+    EXPECT_EQ(g0[5], 1.0f);
+    const auto* g1 = reinterpret_cast<const float*>(h.output(1).data());
+    EXPECT_EQ(g1[0], 0.5f);
+    EXPECT_EQ(g1[1], 1.5f);
+    // Adasum of orthogonal vectors is their sum; of equal ones, the vector itself.
+    std::vector<float> x = rank == 0 ? std::vector<float>{1, 0} : std::vector<float>{0, 1};
+    std::vector<float> y(2, 3.0f);
+    Request ad;
+    ad.kind = OpKind::allreduce;
+    ad.name = "adasum";
+    ad.adasum = true;
+    ad.tensors.push_back({x.data(), x.data(), {2}});
+    ad.tensors.push_back({y.data(), y.data(), {2}});
+    e.enqueue(std::move(ad)).wait();
+    EXPECT_EQ(x, (std::vector<float>{1, 1}));
+    EXPECT_EQ(y, (std::vector<float>{3, 3}));
+  });
 }
 
 }  // namespace

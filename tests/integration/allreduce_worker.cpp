@@ -42,6 +42,7 @@ int main(int argc, char** argv) {
             // The large size (many trips round the slot rings) for sum only: enough to cover
             // the pipelining, and the suite stays fast on two cores.
             if (count > 100000 && op != ReduceOp::sum) continue;
+            if (t == DataType::boolean && op == ReduceOp::average) continue;  // refused
             auto in = test::make_input(op, t, comm.rank(), count);
             const auto want = test::expected_result(op, t, n, count);
             std::vector<std::byte> out(in.size()), again(in.size());

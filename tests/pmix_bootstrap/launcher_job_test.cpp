@@ -1,7 +1,10 @@
 // riseml-launch starts consistent PMIx jobs and leaves nothing behind.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "probe_report.hpp"
 #include "spawned_process.hpp"
@@ -78,6 +81,32 @@ TEST(LauncherJob, RendezvousInterfaceWorksAcrossRanks) {
        {"rendezvous rank=0 ok", "rendezvous rank=1 ok", "rendezvous rank=2 ok"}) {
     EXPECT_NE(result.out.find(line), std::string::npos) << line << " in:\n" << result.out;
   }
+}
+
+TEST(LauncherJob, EveryRankGetsHorovodsRankVariables) {
+  // Horovod scripts read these before init(). Values inherited from an outer job (riseml-launch
+  // inside an srun task) are replaced, as horovodrun replaces them for its workers.
+  std::string script =
+      "echo \"horovod rank=$HOROVOD_RANK size=$HOROVOD_SIZE local_rank=$HOROVOD_LOCAL_RANK "
+      "local_size=$HOROVOD_LOCAL_SIZE cross_rank=$HOROVOD_CROSS_RANK "
+      "cross_size=$HOROVOD_CROSS_SIZE pmix_rank=$PMIX_RANK\"";
+  ProcessResult result = run_process(
+      {kLaunchProgram, "-n", "3", "sh", "-c", script},
+      {{"HOROVOD_RANK", "9"}, {"HOROVOD_SIZE", "16"}, {"HOROVOD_CROSS_SIZE", "4"}}, seconds(45));
+  ASSERT_FALSE(result.timed_out) << result.out << result.err;
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  std::vector<std::string> lines;
+  std::istringstream stream(result.out);
+  for (std::string line; std::getline(stream, line);) lines.push_back(line);
+  std::sort(lines.begin(), lines.end());
+  std::vector<std::string> want;
+  for (int rank = 0; rank < 3; ++rank) {
+    want.push_back("horovod rank=" + std::to_string(rank) +
+                   " size=3 local_rank=" + std::to_string(rank) +
+                   " local_size=3 cross_rank=0 cross_size=1 pmix_rank=" + std::to_string(rank));
+  }
+  EXPECT_EQ(joined(lines), joined(want));
+  EXPECT_EQ(result.err, "");
 }
 
 TEST(LauncherJob, ChildrenDoNotInheritAnOuterPmixJob) {

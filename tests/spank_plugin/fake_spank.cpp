@@ -44,6 +44,17 @@ spank_err_t spank_get_item(spank_t, spank_item_t item, ...) {
     case S_JOB_LOCAL_TASK_COUNT: *va_arg(ap, std::uint32_t*) = fake().local_tasks; break;
     case S_JOB_NODEID: *va_arg(ap, std::uint32_t*) = fake().node_id; break;
     case S_TASK_ID: *va_arg(ap, int*) = fake().task_id; break;
+    case S_JOB_NNODES: *va_arg(ap, std::uint32_t*) = fake().nnodes; break;
+    case S_JOB_TOTAL_TASK_COUNT:
+      *va_arg(ap, std::uint32_t*) = fake().total_tasks != 0 ? fake().total_tasks : fake().local_tasks;
+      break;
+    case S_TASK_GLOBAL_ID: {
+      auto it = fake().global_id_of.find(fake().task_id);
+      *va_arg(ap, std::uint32_t*) = it != fake().global_id_of.end()
+                                        ? it->second
+                                        : fake().first_global_id + static_cast<std::uint32_t>(fake().task_id);
+      break;
+    }
     default: rc = static_cast<spank_err_t>(ESPANK_BAD_ARG);
   }
   va_end(ap);

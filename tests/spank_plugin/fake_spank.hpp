@@ -20,6 +20,10 @@ struct FakeSlurm {
   std::uint32_t local_tasks = 1;
   std::uint32_t node_id = 0;
   int task_id = 0;
+  std::uint32_t nnodes = 1;
+  std::uint32_t total_tasks = 0;      // 0: local_tasks (a one-node step)
+  std::uint32_t first_global_id = 0;  // S_TASK_GLOBAL_ID = first_global_id + task_id (block)
+  std::map<int, std::uint32_t> global_id_of;  // overrides by local task id (other distributions)
   std::vector<spank_option> options;  // registered
   std::vector<std::string> errors;    // slurm_error
   std::vector<std::string> user_log;  // slurm_spank_log

@@ -60,11 +60,18 @@ TEST(PluginConfig, KnownKeys) {
   EXPECT_EQ(c.plan.nic_exclude, (std::vector<std::string>{"mlx5_2", "mlx5_3"}));
   EXPECT_TRUE(c.plan.env.gpu);
   EXPECT_FALSE(c.plan.env.nccl);
+  EXPECT_FALSE(c.plan.env.horovod);
   EXPECT_EQ(c.plan.gpu_ids, placement::GpuIds::index);
   EXPECT_EQ(c.on_error, spank::OnError::warn);
   EXPECT_EQ(c.membind, spank::MemBind::prefer);
+  spank::PluginConfig groups;
+  ASSERT_TRUE(spank::parse_plugin_config({"env=riseml,horovod"}, groups, error)) << error;
+  EXPECT_TRUE(groups.plan.env.horovod);
+  EXPECT_TRUE(groups.plan.env.riseml);
+  EXPECT_FALSE(groups.plan.env.gpu);
   spank::PluginConfig d;
   ASSERT_TRUE(spank::parse_plugin_config({}, d, error));
+  EXPECT_TRUE(d.plan.env.horovod);
   EXPECT_EQ(d.default_bind.mode, spank::BindRequest::Mode::none);
   EXPECT_EQ(d.on_error, spank::OnError::fail);
   EXPECT_EQ(d.topology_helper, "");

@@ -165,7 +165,7 @@ TEST(PlannerCases, CpuOnlyNodeSpreadsTasksOverSocketsAndNics) {
 
 TEST(PlannerCases, EnvironmentGroupsCanBeTurnedOff) {
   PlanOptions o;
-  o.env = EnvChoice{true, false, false, false, false};
+  o.env = EnvChoice{true, false, false, false, false, false};
   const auto p = plan("testbed-fixture", 4, o);
   EXPECT_EQ(p[0].env.size(), 2u);  // CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER
 }

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -136,9 +137,100 @@ TEST_F(SpankGlue, EachTaskGetsItsGpuNicAndRank) {
     EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], std::to_string(t));
     EXPECT_EQ(env["RISEML_LOCAL_RANK"], std::to_string(t));
     EXPECT_EQ(env["RISEML_LOCAL_SIZE"], "4");
+    EXPECT_EQ(env["HOROVOD_RANK"], std::to_string(t));  // one node: global = local
+    EXPECT_EQ(env["HOROVOD_SIZE"], "4");
+    EXPECT_EQ(env["HOROVOD_LOCAL_RANK"], std::to_string(t));
+    EXPECT_EQ(env["HOROVOD_LOCAL_SIZE"], "4");
+    EXPECT_EQ(env["HOROVOD_CROSS_RANK"], "0");
+    EXPECT_EQ(env["HOROVOD_CROSS_SIZE"], "1");
     EXPECT_EQ(env["NCCL_IB_HCA"], t < 2 ? "=mlx5_0:1" : "=mlx5_1:1");
     EXPECT_EQ(env["CUDA_DEVICE_ORDER"], "PCI_BUS_ID");
   }
+  EXPECT_TRUE(fake().errors.empty());
+}
+
+TEST_F(SpankGlue, EachTaskGetsHorovodsRankVariables) {
+  // Node 1 of a 2-node x 2-task step (srun -N2 --ntasks-per-node=2): global ranks 2 and 3. The
+  // step's own HOROVOD_* (inherited from srun's environment) are replaced, as horovodrun does.
+  ASSERT_EQ(init({"topology=" + fixture}), 0);
+  ASSERT_EQ(option("env"), 0);
+  fake().nnodes = 2;
+  fake().node_id = 1;
+  fake().total_tasks = 4;
+  fake().first_global_id = 2;
+  fake().env["SLURM_STEP_TASKS_PER_NODE"] = "2(x2)";
+  fake().env["HOROVOD_RANK"] = "0";
+  fake().env["HOROVOD_CROSS_SIZE"] = "9";
+  ASSERT_EQ(start_step(2), 0);
+  for (int t = 0; t < 2; ++t) {
+    fake().env["SLURM_PROCID"] = std::to_string(2 + t);  // slurmstepd sets it before task_init
+    auto env = task(t);
+    EXPECT_EQ(env["HOROVOD_RANK"], std::to_string(2 + t));
+    EXPECT_EQ(env["HOROVOD_SIZE"], "4");
+    EXPECT_EQ(env["HOROVOD_LOCAL_RANK"], std::to_string(t));
+    EXPECT_EQ(env["HOROVOD_LOCAL_SIZE"], "2");
+    EXPECT_EQ(env["HOROVOD_CROSS_RANK"], "1");
+    EXPECT_EQ(env["HOROVOD_CROSS_SIZE"], "2");
+    EXPECT_EQ(env["RISEML_LOCAL_RANK"], std::to_string(t));  // RISEML_* stay
+    EXPECT_EQ(env["RISEML_NODE_ID"], "1");
+  }
+  EXPECT_TRUE(fake().errors.empty());
+}
+
+TEST_F(SpankGlue, HorovodCrossVariablesOnUnevenNodes) {
+  // srun -N2 -n3: node 0 has ranks 0 and 1, node 1 has rank 2. Local rank 1 exists on node 0
+  // only, so its cross communicator holds one rank.
+  ASSERT_EQ(init({"topology=" + fixture}), 0);
+  ASSERT_EQ(option("env"), 0);
+  fake().nnodes = 2;
+  fake().total_tasks = 3;
+  fake().env["SLURM_STEP_TASKS_PER_NODE"] = "2,1";
+  ASSERT_EQ(start_step(2), 0);
+  auto env = task(1);
+  EXPECT_EQ(env["HOROVOD_RANK"], "1");
+  EXPECT_EQ(env["HOROVOD_CROSS_RANK"], "0");
+  EXPECT_EQ(env["HOROVOD_CROSS_SIZE"], "1");
+  env = task(0);
+  EXPECT_EQ(env["HOROVOD_CROSS_RANK"], "0");
+  EXPECT_EQ(env["HOROVOD_CROSS_SIZE"], "2");
+  // Without every node's count the cross pair stays unset, and verbose says why.
+  slurm_spank_exit(nullptr, 0, nullptr);
+  reset_fake();
+  ASSERT_EQ(init({"topology=" + fixture}), 0);
+  ASSERT_EQ(option("env,verbose"), 0);
+  fake().nnodes = 2;
+  fake().total_tasks = 3;
+  ASSERT_EQ(start_step(2), 0);
+  int rc = -1;
+  env = task(1, &rc);
+  EXPECT_EQ(rc, 0);
+  EXPECT_EQ(env["HOROVOD_RANK"], "1");
+  EXPECT_EQ(env["HOROVOD_LOCAL_SIZE"], "2");
+  EXPECT_EQ(env.count("HOROVOD_CROSS_RANK"), 0u);
+  EXPECT_EQ(env.count("HOROVOD_CROSS_SIZE"), 0u);
+  EXPECT_TRUE(contains(fake().user_log, "HOROVOD_CROSS_RANK and HOROVOD_CROSS_SIZE not set: SLURM_STEP_TASKS_PER_NODE"));
+  EXPECT_TRUE(contains(fake().user_log, "HOROVOD_RANK=1 HOROVOD_SIZE=3"));  // the verbose line
+  EXPECT_TRUE(fake().errors.empty());
+}
+
+TEST_F(SpankGlue, HorovodVariablesFollowTheEnvGroupAndHeterogeneousJobs) {
+  ASSERT_EQ(init({"topology=" + fixture, "env=gpu,riseml"}), 0);
+  ASSERT_EQ(option("env"), 0);
+  ASSERT_EQ(start_step(1), 0);
+  auto env = task(0);
+  EXPECT_EQ(env.count("HOROVOD_RANK"), 0u);
+  EXPECT_EQ(env["RISEML_LOCAL_RANK"], "0");
+  slurm_spank_exit(nullptr, 0, nullptr);
+  reset_fake();
+  ASSERT_EQ(init({"topology=" + fixture}), 0);
+  ASSERT_EQ(option("env"), 0);
+  fake().env["SLURM_HET_SIZE"] = "2";
+  ASSERT_EQ(start_step(1), 0);
+  int rc = -1;
+  env = task(0, &rc);
+  EXPECT_EQ(rc, 0);
+  EXPECT_EQ(env.count("HOROVOD_RANK"), 0u);
+  EXPECT_EQ(env["RISEML_LOCAL_RANK"], "0");
   EXPECT_TRUE(fake().errors.empty());
 }
 
@@ -157,6 +249,7 @@ TEST_F(SpankGlue, DefaultIsNoneAndNoneTouchesNothing) {
   ASSERT_EQ(init({"topology=" + fixture}), 0);
   ASSERT_EQ(start_step(2), 0);
   EXPECT_EQ(task(0).count("RISEML_LOCAL_RANK"), 0u);
+  EXPECT_EQ(task(0).count("HOROVOD_RANK"), 0u);
   slurm_spank_exit(nullptr, 0, nullptr);
   reset_fake();
   ASSERT_EQ(init({"topology=" + fixture}), 0);

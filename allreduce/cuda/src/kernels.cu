@@ -191,6 +191,14 @@ void divide(DataType type, void* buffer, std::size_t count, int divisor, cudaStr
       divide_int_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<std::uint8_t*>(buffer), count,
                                                           static_cast<long long>(divisor));
       break;
+    case DataType::int8:
+      divide_int_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<std::int8_t*>(buffer), count,
+                                                          static_cast<long long>(divisor));
+      break;
+    case DataType::int16:
+      divide_int_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<std::int16_t*>(buffer), count,
+                                                          static_cast<long long>(divisor));
+      break;
     default: scale_any<true>("divide", type, buffer, count, static_cast<double>(divisor), stream); return;
   }
   check_launch("divide");

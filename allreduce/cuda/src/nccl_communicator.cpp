@@ -25,6 +25,15 @@ ncclDataType_t to_nccl(DataType t) {
     case DataType::int32: return ncclInt32;
     case DataType::int64: return ncclInt64;
     case DataType::uint8: return ncclUint8;
+    case DataType::int8: return ncclInt8;
+    case DataType::int16:
+    case DataType::boolean:
+      // NCCL has no 16-bit integer and no boolean type (uint8 max/min would do for bool, but
+      // its sum would not be an or).
+      throw CollectiveError(ErrorKind::invalid_argument,
+                            "riseml nccl: GPU collectives do not support " +
+                                std::string(to_string(t)) + " (NCCL has no such type); use a "
+                                "host tensor or another type");
   }
   throw CollectiveError(ErrorKind::invalid_argument, "riseml nccl: unknown data type");
 }

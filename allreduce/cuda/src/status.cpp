@@ -7,6 +7,11 @@ namespace riseml::cuda {
 
 bool built_with_cuda() { return true; }
 
+int nccl_version() {
+  int v = 0;
+  return ncclGetVersion(&v) == ncclSuccess ? v : 0;
+}
+
 bool available() {
   int n = 0;
   return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;

@@ -16,6 +16,8 @@ int Engine::size() const { return loop_->size(); }
 Handle Engine::enqueue(Request request) { return loop_->enqueue(std::move(request)); }
 void Engine::shutdown() { loop_->shutdown(); }
 bool Engine::stopped() const { return loop_->stopped(); }
+void Engine::start_timeline(const std::string& path) { loop_->set_timeline(path); }
+void Engine::stop_timeline() { loop_->set_timeline(""); }
 
 Handle Engine::allreduce(std::string name, const void* input, void* output,
                          std::vector<std::int64_t> shape, DataType dtype, ReduceOp op,

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <cerrno>
 #include <cstring>
 #include <functional>
 #include <string_view>
@@ -21,6 +22,8 @@ std::string_view kind_name(OpKind k) {
     case OpKind::allgather: return "allgather";
     case OpKind::barrier: return "barrier";
     case OpKind::join: return "join";
+    case OpKind::reducescatter: return "reducescatter";
+    case OpKind::alltoall: return "alltoall";
   }
   return "?";
 }
@@ -32,6 +35,8 @@ const char* collective_phase(OpKind k) {
     case OpKind::allgather: return "ALLGATHER";
     case OpKind::barrier: return "BARRIER";
     case OpKind::join: return "JOIN";
+    case OpKind::reducescatter: return "REDUCESCATTER";
+    case OpKind::alltoall: return "ALLTOALL";
   }
   return "?";
 }
@@ -89,6 +94,22 @@ void EngineLoop::shutdown() {
   if (thread_.joinable()) thread_.join();
 }
 
+void EngineLoop::set_timeline(const std::string& path) {
+  if (rank_ != 0) return;
+  if (!path.empty()) {
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    if (!f)
+      throw CollectiveError(ErrorKind::system, "riseml: cannot write the timeline to '" + path +
+                                                   "': " + std::strerror(errno));
+    std::fclose(f);
+  }
+  {
+    std::lock_guard lock(mutex_);
+    timeline_switch_ = path;
+  }
+  wake_if_parked();
+}
+
 bool EngineLoop::stopped() {
   std::lock_guard lock(mutex_);
   return stopped_;
@@ -103,10 +124,36 @@ void EngineLoop::validate(const Request& r) const {
   switch (r.kind) {
     case OpKind::allreduce:
       if (r.tensors.empty()) bad("no tensors given");
-      if ((r.prescale != 1.0 || r.postscale != 1.0) && !is_floating_point(r.dtype))
-        bad("prescale/postscale need a floating point type, not " +
-            std::string(to_string(r.dtype)));
+      if (r.adasum && !is_floating_point(r.dtype))
+        bad("Adasum needs floating point tensors, not " + std::string(to_string(r.dtype)));
+      if (r.adasum && r.tensors.front().device >= 0)
+        bad("Adasum of GPU tensors is not supported; reduce host tensors");
+      if ((r.prescale != 1.0 || r.postscale != 1.0) && !is_floating_point(r.dtype) &&
+          r.tensors.front().device >= 0)
+        bad("prescale/postscale of integer GPU tensors are not supported; scale host tensors");
       break;
+    case OpKind::reducescatter:
+      if (r.tensors.empty()) bad("no tensors given");
+      for (const TensorArg& t : r.tensors)
+        if (t.shape.empty()) bad("a scalar cannot be scattered (needs a first dimension)");
+      break;
+    case OpKind::alltoall: {
+      if (r.tensors.size() != 1) bad("exactly one tensor expected");
+      const auto& shape = r.tensors[0].shape;
+      if (shape.empty()) bad("a scalar cannot be sent in parts (needs a first dimension)");
+      if (r.splits.size() != static_cast<std::size_t>(size_))
+        bad("splits has " + std::to_string(r.splits.size()) + " entries for " +
+            std::to_string(size_) + " ranks");
+      std::int64_t rows = 0;
+      for (std::int64_t v : r.splits) {
+        if (v < 0) bad("negative split " + std::to_string(v));
+        rows += v;
+      }
+      if (rows != shape[0])
+        bad("splits sum to " + std::to_string(rows) + " rows, but the tensor's first dimension is " +
+            std::to_string(shape[0]));
+      break;
+    }
     case OpKind::broadcast:
       if (r.tensors.size() != 1) bad("exactly one tensor expected");
       if (r.root < 0 || r.root >= size_)
@@ -114,8 +161,11 @@ void EngineLoop::validate(const Request& r) const {
             ")");
       break;
     case OpKind::allgather:
-      if (r.tensors.size() != 1) bad("exactly one tensor expected");
-      if (r.tensors[0].shape.empty()) bad("a scalar cannot be gathered (needs a first dimension)");
+      if (r.tensors.empty()) bad("no tensors given");
+      if (r.tensors.size() > 1 && r.tensors.front().device >= 0)
+        bad("a grouped allgather of GPU tensors is not supported; gather them one by one");
+      for (const TensorArg& t : r.tensors)
+        if (t.shape.empty()) bad("a scalar cannot be gathered (needs a first dimension)");
       break;
     case OpKind::barrier:
     case OpKind::join: return;
@@ -129,11 +179,31 @@ void EngineLoop::validate(const Request& r) const {
       if (d < 0) bad("negative dimension in shape " + describe_shape(t.shape));
     if (element_count(t.shape) == 0) continue;
     if (t.input == nullptr) bad("null input buffer");
-    if (r.kind != OpKind::allgather && t.output == nullptr) bad("null output buffer");
+    if (r.kind != OpKind::allgather && r.kind != OpKind::alltoall && r.kind != OpKind::reducescatter &&
+        t.output == nullptr)
+      bad("null output buffer");
+  }
+  if (r.kind == OpKind::reducescatter) {
+    for (const TensorArg& t : r.tensors) {
+      const std::int64_t mine = reducescatter_rows(t.shape[0], size_, rank_);
+      if (mine > 0 && element_count(t.shape) > 0 && t.output == nullptr) bad("null output buffer");
+    }
   }
 }
 
 Handle EngineLoop::enqueue(Request request) {
+  if (request.kind == OpKind::alltoall && request.splits.empty() && request.tensors.size() == 1 &&
+      !request.tensors[0].shape.empty()) {
+    // The equal split, when the first dimension divides.
+    const std::int64_t rows = request.tensors[0].shape[0];
+    if (rows % size_ != 0)
+      throw CollectiveError(ErrorKind::invalid_argument,
+                            "riseml: alltoall '" + request.name + "' on rank " + std::to_string(rank_) +
+                                ": the first dimension " + std::to_string(rows) +
+                                " does not split evenly over " + std::to_string(size_) +
+                                " ranks; pass splits");
+    request.splits.assign(static_cast<std::size_t>(size_), rows / size_);
+  }
   validate(request);
   // Device tensors: remember where the caller's stream is now (on the caller's thread).
   ReadyMarker ready;
@@ -192,7 +262,7 @@ void EngineLoop::wake_if_parked() {
 
 bool EngineLoop::has_local_work() {
   std::lock_guard lock(mutex_);
-  return !incoming_.empty() || shutdown_requested_ || (join_handle_ && !join_sent_);
+  return !incoming_.empty() || timeline_switch_ || shutdown_requested_ || (join_handle_ && !join_sent_);
 }
 
 bool EngineLoop::globally_idle() const {
@@ -306,9 +376,10 @@ std::optional<CollectiveError> EngineLoop::check_agreement(const Global& g) cons
   if (auto e = aspect("memory (every rank must pass GPU tensors, or every rank host tensors)",
                       [](const TensorMeta& m) { return std::string(m.on_device ? "GPU" : "host"); }))
     return e;
-  if (ref.kind == OpKind::allreduce) {
-    if (auto e = aspect("reduce operations",
-                        [](const TensorMeta& m) { return std::string(to_string(m.op)); }))
+  if (ref.kind == OpKind::allreduce || ref.kind == OpKind::reducescatter) {
+    if (auto e = aspect("reduce operations", [](const TensorMeta& m) {
+          return m.adasum ? std::string("adasum") : std::string(to_string(m.op));
+        }))
       return e;
     if (auto e = aspect("scale factors", [](const TensorMeta& m) {
           return "prescale " + format_scale(m.prescale) + ", postscale " + format_scale(m.postscale);
@@ -318,20 +389,33 @@ std::optional<CollectiveError> EngineLoop::check_agreement(const Global& g) cons
   if (ref.kind == OpKind::broadcast) {
     if (auto e = aspect("root ranks", [](const TensorMeta& m) { return std::to_string(m.root); }))
       return e;
-    if (!g.metas[static_cast<std::size_t>(ref.root)])
+  }
+  // Horovod's rule: only allreduces go on while a rank has joined.
+  if (ref.kind != OpKind::allreduce && ref.kind != OpKind::barrier) {
+    std::vector<int> joined;
+    for (int r = 0; r < size_; ++r)
+      if (!g.metas[static_cast<std::size_t>(r)]) joined.push_back(r);
+    if (!joined.empty())
       return CollectiveError(ErrorKind::mismatch,
-                             "riseml: broadcast '" + g.name + "': root rank " +
-                                 std::to_string(ref.root) + " has joined and sends nothing",
-                             ref.root);
+                             "riseml: " + std::string(kind_name(ref.kind)) + " '" + g.name +
+                                 "' cannot run while " + rank_list(joined) +
+                                 (joined.size() == 1 ? " has" : " have") +
+                                 " joined (only allreduce goes on with joined ranks, as in "
+                                 "Horovod); finish it before join()",
+                             joined.front());
   }
   if (auto e = aspect("tensor counts",
                       [](const TensorMeta& m) { return std::to_string(m.shapes.size()); }))
     return e;
-  if (ref.kind == OpKind::allgather)
+  if (ref.kind == OpKind::allgather || ref.kind == OpKind::alltoall)
     return aspect("shapes (all but the first dimension must agree)", [](const TensorMeta& m) {
-      std::string s = "[*";
-      for (std::size_t i = 1; i < m.shapes[0].size(); ++i) s += ", " + std::to_string(m.shapes[0][i]);
-      return s + "]";
+      std::string all;
+      for (const auto& shape : m.shapes) {
+        std::string s = "[*";
+        for (std::size_t i = 1; i < shape.size(); ++i) s += ", " + std::to_string(shape[i]);
+        all += (all.empty() ? "" : " ") + s + "]";
+      }
+      return all;
     });
   return aspect("shapes", [](const TensorMeta& m) {
     std::string s;
@@ -346,6 +430,11 @@ bool EngineLoop::cycle() {
   std::vector<std::string> fresh;
   {
     std::lock_guard lock(mutex_);
+    if (timeline_switch_) {
+      timeline_.close();
+      if (!timeline_switch_->empty()) timeline_.open(*timeline_switch_);
+      timeline_switch_.reset();
+    }
     fresh.assign(incoming_.begin(), incoming_.end());
     incoming_.clear();
     mine.shutdown = shutdown_requested_;
@@ -543,8 +632,9 @@ void EngineLoop::execute_allreduces(const std::vector<Global*>& entries, Clock::
     const TensorMeta& m = reference(*g);
     auto it = std::find_if(kinds.begin(), kinds.end(), [&](const std::vector<Global*>& k) {
       const TensorMeta& o = reference(*k.front());
-      return o.dtype == m.dtype && o.op == m.op && o.prescale == m.prescale &&
-             o.postscale == m.postscale && o.on_device == m.on_device;
+      return o.dtype == m.dtype && o.op == m.op && o.adasum == m.adasum &&
+             o.prescale == m.prescale && o.postscale == m.postscale &&
+             o.on_device == m.on_device;
     });
     if (it == kinds.end())
       kinds.push_back({g});
@@ -605,7 +695,10 @@ void EngineLoop::execute_fused(const std::vector<Global*>& bucket, Clock::time_p
         out = zeros.data();
         in = out;
       }
-      comm_->allreduce(in, out, total, m.dtype, m.op);
+      if (m.adasum)
+        comm_->adasum_allreduce(in, out, std::span<const std::size_t>(&total, 1), m.dtype);
+      else
+        comm_->allreduce(in, out, total, m.dtype, m.op);
       if (m.postscale != 1.0) scale_copy(out, out, total, m.dtype, m.postscale);
       timeline_.event(g.name, "ALLREDUCE", start, Clock::now(), total * esize);
     }
@@ -633,7 +726,15 @@ void EngineLoop::execute_fused(const std::vector<Global*>& bucket, Clock::time_p
     timeline_.event(g->name, "MEMCPY_IN_FUSION_BUFFER", t0, Clock::now(), bytes);
   }
   const auto t1 = Clock::now();
-  comm_->allreduce(buffer, buffer, total, m.dtype, m.op);
+  if (m.adasum) {
+    // Adasum combines per tensor: it needs where each one starts.
+    std::vector<std::size_t> counts;
+    for (Global* g : bucket)
+      for (const auto& s : reference(*g).shapes) counts.push_back(element_count(s));
+    comm_->adasum_allreduce(buffer, buffer, counts, m.dtype);
+  } else {
+    comm_->allreduce(buffer, buffer, total, m.dtype, m.op);
+  }
   const auto t2 = Clock::now();
   offset = 0;
   for (Global* g : bucket) {
@@ -699,24 +800,9 @@ void EngineLoop::execute_other(Global& g, Clock::time_point ready_at) {
       comm_->broadcast(buffer, n, m.dtype, m.root);
       break;
     }
-    case OpKind::allgather: {
-      const GatherLayout layout = gather_layout(g);
-      const auto& counts = layout.counts;
-      const std::int64_t rows = layout.rows;
-      bytes = layout.total * esize;
-      std::vector<std::byte> out(std::max(bytes, esize));
-      const std::byte dummy[8] = {};
-      const void* in = l && l->request.tensors[0].input ? l->request.tensors[0].input : dummy;
-      comm_->allgatherv(in, out.data(), counts, m.dtype);
-      out.resize(bytes);
-      if (l) {
-        std::vector<std::int64_t> shape = m.shapes[0];
-        shape[0] = rows;
-        l->handle->allgather_output = std::move(out);
-        l->handle->output_shape = std::move(shape);
-      }
-      break;
-    }
+    case OpKind::allgather: bytes = execute_allgather(g, l); break;
+    case OpKind::reducescatter: bytes = execute_reducescatter(g, l); break;
+    case OpKind::alltoall: bytes = execute_alltoall(g, l); break;
     case OpKind::barrier: comm_->barrier(); break;
     case OpKind::allreduce:
     case OpKind::join: break;
@@ -791,7 +877,7 @@ void EngineLoop::execute_other_device(Global& g) {
     shape[0] = layout.rows;
     l->handle->device_output = std::move(out);
     l->handle->device_output_bytes = layout.total * element_size(m.dtype);
-    l->handle->output_shape = std::move(shape);
+    l->handle->output_shapes = {std::move(shape)};
   }
 }
 

@@ -39,6 +39,9 @@ class EngineLoop {
   Handle enqueue(Request request);
   void shutdown();
   bool stopped();
+  // Empty: stop. The path is tried here (so the caller sees a bad one); the engine thread
+  // switches at its next cycle.
+  void set_timeline(const std::string& path);
 
  private:
   // A request submitted on this rank and not finished.
@@ -81,6 +84,11 @@ class EngineLoop {
   };
   GatherLayout gather_layout(const Global& g) const;
   void execute_other(Global& g, Clock::time_point ready_at);
+  // Host collectives whose results differ in shape per rank (engine_scatter.cpp); each returns
+  // the bytes it moved, for the timeline. `l`: this rank's request.
+  std::size_t execute_allgather(Global& g, Local* l);
+  std::size_t execute_reducescatter(Global& g, Local* l);
+  std::size_t execute_alltoall(Global& g, Local* l);
   void execute_fused_device(const std::vector<Global*>& bucket, Clock::time_point ready_at);
   void execute_other_device(Global& g);
   // Tensor i of this rank's request `l`; a joined rank (l null) has no buffers.
@@ -114,6 +122,8 @@ class EngineLoop {
   static constexpr std::chrono::milliseconds kIdleWait{1000};
   int gpu_device_ = -1;  // the CUDA device of this rank's GPU tensors (one per process)
   std::optional<CollectiveError> stop_error_;
+  // A timeline switch for the engine thread (empty path: stop), under mutex_.
+  std::optional<std::string> timeline_switch_;
 
   // The engine thread's own.
   std::map<std::uint64_t, Global> table_;

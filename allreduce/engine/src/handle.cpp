@@ -28,14 +28,34 @@ void Handle::wait() const {
   if (s.error) throw *s.error;
 }
 
-const std::vector<std::byte>& Handle::allgather_output() const {
-  wait();
-  return state_->allgather_output;
-}
+const std::vector<std::byte>& Handle::allgather_output() const { return output(0); }
 
 std::size_t Handle::allgather_output_bytes() const {
   wait();
-  return state_->device_output ? state_->device_output_bytes : state_->allgather_output.size();
+  if (state_->device_output) return state_->device_output_bytes;
+  return state_->outputs.empty() ? 0 : state_->outputs[0].size();
+}
+
+std::size_t Handle::output_count() const {
+  wait();
+  return state_->outputs.size();
+}
+
+const std::vector<std::byte>& Handle::output(std::size_t i) const {
+  wait();
+  static const std::vector<std::byte> none;
+  return i < state_->outputs.size() ? state_->outputs[i] : none;
+}
+
+const std::vector<std::int64_t>& Handle::output_shape(std::size_t i) const {
+  wait();
+  static const std::vector<std::int64_t> none;
+  return i < state_->output_shapes.size() ? state_->output_shapes[i] : none;
+}
+
+const std::vector<std::int64_t>& Handle::received_splits() const {
+  wait();
+  return state_->received_splits;
 }
 
 void Handle::copy_allgather_output(void* dst, void* stream) const {
@@ -43,15 +63,12 @@ void Handle::copy_allgather_output(void* dst, void* stream) const {
   const HandleState& s = *state_;
   if (s.device_output) {
     copy_device_to_device(dst, s.device_output.get(), s.device_output_bytes, stream);
-  } else if (!s.allgather_output.empty()) {
-    std::memcpy(dst, s.allgather_output.data(), s.allgather_output.size());
+  } else if (!s.outputs.empty() && !s.outputs[0].empty()) {
+    std::memcpy(dst, s.outputs[0].data(), s.outputs[0].size());
   }
 }
 
-const std::vector<std::int64_t>& Handle::output_shape() const {
-  wait();
-  return state_->output_shape;
-}
+const std::vector<std::int64_t>& Handle::output_shape() const { return output_shape(0); }
 
 int Handle::join_result() const {
   wait();

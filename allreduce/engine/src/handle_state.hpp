@@ -18,10 +18,12 @@ struct HandleState {
   std::condition_variable done_changed;
   bool done = false;
   std::optional<CollectiveError> error;
-  std::vector<std::byte> allgather_output;
+  // allgather (one per tensor) and alltoall results in host memory, with their shapes.
+  std::vector<std::vector<std::byte>> outputs;
+  std::vector<std::vector<std::int64_t>> output_shapes;
+  std::vector<std::int64_t> received_splits;  // alltoall
   std::shared_ptr<void> device_output;  // allgather of device tensors (freed with the state)
   std::size_t device_output_bytes = 0;
-  std::vector<std::int64_t> output_shape;
   int join_result = -1;
 
   void complete() {

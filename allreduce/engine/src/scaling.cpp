@@ -1,8 +1,10 @@
 #include "scaling.hpp"
 
 #include <bit>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 namespace riseml::engine {
 
@@ -66,6 +68,27 @@ void scale_native(const void* in, void* out, std::size_t n, double factor) {
   for (std::size_t i = 0; i < n; ++i) dst[i] = src[i] * f;
 }
 
+// Integers scale in double and truncate toward zero (Horovod's rule); values beyond the type's
+// range saturate instead of being undefined.
+template <typename T>
+void scale_integer(const void* in, void* out, std::size_t n, double factor) {
+  const T* src = static_cast<const T*>(in);
+  T* dst = static_cast<T*>(out);
+  constexpr double lo = static_cast<double>(std::numeric_limits<T>::min());
+  constexpr double hi = static_cast<double>(std::numeric_limits<T>::max());
+  for (std::size_t i = 0; i < n; ++i) {
+    const double v = std::trunc(static_cast<double>(src[i]) * factor);
+    if (std::isnan(v))
+      dst[i] = 0;
+    else if (v <= lo)
+      dst[i] = std::numeric_limits<T>::min();
+    else if (v >= hi)
+      dst[i] = std::numeric_limits<T>::max();
+    else
+      dst[i] = static_cast<T>(v);
+  }
+}
+
 template <float (*ToFloat)(std::uint16_t), std::uint16_t (*FromFloat)(float)>
 void scale_half(const void* in, void* out, std::size_t n, double factor) {
   const auto* src = static_cast<const std::uint16_t*>(in);
@@ -81,7 +104,7 @@ bool is_floating_point(DataType type) {
 }
 
 void scale_copy(const void* in, void* out, std::size_t count, DataType type, double factor) {
-  if (factor == 1.0 || !is_floating_point(type)) {
+  if (factor == 1.0 || type == DataType::boolean) {
     if (in != out && count != 0) std::memmove(out, in, count * element_size(type));
     return;
   }
@@ -90,6 +113,11 @@ void scale_copy(const void* in, void* out, std::size_t count, DataType type, dou
     case DataType::float64: scale_native<double>(in, out, count, factor); break;
     case DataType::float16: scale_half<half_to_float, float_to_half>(in, out, count, factor); break;
     case DataType::bfloat16: scale_half<bf16_to_float, float_to_bf16>(in, out, count, factor); break;
+    case DataType::int32: scale_integer<std::int32_t>(in, out, count, factor); break;
+    case DataType::int64: scale_integer<std::int64_t>(in, out, count, factor); break;
+    case DataType::uint8: scale_integer<std::uint8_t>(in, out, count, factor); break;
+    case DataType::int8: scale_integer<std::int8_t>(in, out, count, factor); break;
+    case DataType::int16: scale_integer<std::int16_t>(in, out, count, factor); break;
     default: break;
   }
 }

@@ -8,8 +8,8 @@
 
 namespace riseml::engine {
 
-// out[i] = in[i] * factor for `count` elements; in == out is allowed. factor must be 1 for
-// integer types.
+// out[i] = in[i] * factor for `count` elements; in == out is allowed. Integers: in double,
+// truncated toward zero, saturating; booleans are copied unscaled.
 void scale_copy(const void* in, void* out, std::size_t count, DataType type, double factor);
 
 bool is_floating_point(DataType type);

@@ -34,6 +34,8 @@ void Timeline::open(const std::string& path) {
     throw CollectiveError(ErrorKind::system,
                           "riseml: cannot write the timeline " + path + ": " + std::strerror(errno));
   origin_ = Clock::now();
+  rows_.clear();  // a reopened timeline names its rows again
+  first_ = true;
   std::fputs("[\n", file_);
 }
 

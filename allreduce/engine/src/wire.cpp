@@ -15,6 +15,8 @@ TensorMeta meta_of(const Request& r) {
   m.prescale = r.prescale;
   m.postscale = r.postscale;
   m.on_device = !r.tensors.empty() && r.tensors.front().device >= 0;
+  m.adasum = r.adasum;
+  m.splits = r.splits;
   for (const TensorArg& t : r.tensors) m.shapes.push_back(t.shape);
   return m;
 }
@@ -104,7 +106,8 @@ std::vector<std::byte> encode(const Message& m) {
     w.pod(static_cast<std::uint8_t>(e.meta.kind));
     w.pod(static_cast<std::uint8_t>(e.meta.dtype));
     w.pod(static_cast<std::uint8_t>(e.meta.op));
-    w.pod<std::uint8_t>(e.meta.on_device ? 1 : 0);
+    w.pod<std::uint8_t>(static_cast<std::uint8_t>((e.meta.on_device ? 1 : 0) |
+                                                  (e.meta.adasum ? 2 : 0)));
     w.pod(e.meta.root);
     w.pod(e.meta.prescale);
     w.pod(e.meta.postscale);
@@ -113,6 +116,8 @@ std::vector<std::byte> encode(const Message& m) {
       w.pod(static_cast<std::uint32_t>(shape.size()));
       for (std::int64_t d : shape) w.pod(d);
     }
+    w.pod(static_cast<std::uint32_t>(e.meta.splits.size()));
+    for (std::int64_t d : e.meta.splits) w.pod(d);
   }
   return std::move(w.out);
 }
@@ -139,10 +144,19 @@ Message decode(const std::byte* data, std::size_t size, int from_rank) {
       e.cache_id = r.pod<std::uint32_t>();
     } else {
       e.name = r.str();
-      e.meta.kind = static_cast<OpKind>(r.pod<std::uint8_t>());
-      e.meta.dtype = static_cast<DataType>(r.pod<std::uint8_t>());
-      e.meta.op = static_cast<ReduceOp>(r.pod<std::uint8_t>());
-      e.meta.on_device = r.pod<std::uint8_t>() != 0;
+      const auto kind = r.pod<std::uint8_t>();
+      const auto dtype = r.pod<std::uint8_t>();
+      const auto op = r.pod<std::uint8_t>();
+      if (kind > static_cast<std::uint8_t>(OpKind::alltoall) ||
+          dtype > static_cast<std::uint8_t>(DataType::boolean) ||
+          op > static_cast<std::uint8_t>(ReduceOp::product))
+        r.need(r.size + 1);  // out of range: malformed
+      e.meta.kind = static_cast<OpKind>(kind);
+      e.meta.dtype = static_cast<DataType>(dtype);
+      e.meta.op = static_cast<ReduceOp>(op);
+      const auto bits = r.pod<std::uint8_t>();
+      e.meta.on_device = (bits & 1) != 0;
+      e.meta.adasum = (bits & 2) != 0;
       e.meta.root = r.pod<std::int32_t>();
       e.meta.prescale = r.pod<double>();
       e.meta.postscale = r.pod<double>();
@@ -154,6 +168,9 @@ Message decode(const std::byte* data, std::size_t size, int from_rank) {
         for (std::uint32_t d = 0; d < ndims; ++d) shape.push_back(r.pod<std::int64_t>());
         e.meta.shapes.push_back(std::move(shape));
       }
+      auto nsplits = r.pod<std::uint32_t>();
+      r.need(static_cast<std::size_t>(nsplits) * 8);
+      for (std::uint32_t k = 0; k < nsplits; ++k) e.meta.splits.push_back(r.pod<std::int64_t>());
     }
     m.entries.push_back(std::move(e));
   }

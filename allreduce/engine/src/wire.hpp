@@ -23,6 +23,8 @@ struct TensorMeta {
   double prescale = 1.0;
   double postscale = 1.0;
   bool on_device = false;  // GPU memory (which device is each rank's own business)
+  bool adasum = false;
+  std::vector<std::int64_t> splits;  // alltoall: rows to each rank (each rank its own)
   std::vector<std::vector<std::int64_t>> shapes;  // one per tensor
 
   bool operator==(const TensorMeta&) const = default;

@@ -30,7 +30,10 @@ typedef enum {
   RISEML_BFLOAT16 = 3,
   RISEML_INT32 = 4,
   RISEML_INT64 = 5,
-  RISEML_UINT8 = 6
+  RISEML_UINT8 = 6,
+  RISEML_INT8 = 7,
+  RISEML_INT16 = 8,
+  RISEML_BOOL = 9 /* one byte, 0 or 1: sum/max are logical or, product/min logical and */
 } riseml_datatype;
 
 typedef enum {
@@ -72,6 +75,23 @@ riseml_status riseml_allgatherv(riseml_comm* comm, const void* in, void* out,
                                 const size_t* counts, riseml_datatype type);
 riseml_status riseml_reduce_scatter(riseml_comm* comm, const void* in, void* out, size_t count,
                                     riseml_datatype type, riseml_reduce_op op);
+/* counts[r] elements for rank r; `in` holds sum(counts) elements, the blocks in rank order. */
+riseml_status riseml_reduce_scatterv(riseml_comm* comm, const void* in, void* out,
+                                     const size_t* counts, riseml_datatype type,
+                                     riseml_reduce_op op);
+/* `count` elements to and from every rank, blocks in rank order. */
+riseml_status riseml_alltoall(riseml_comm* comm, const void* in, void* out, size_t count,
+                              riseml_datatype type);
+/* send_counts[r] elements to rank r, recv_counts[r] from it (one entry per rank each);
+ * recv_counts[r] must equal send_counts[this rank] on rank r, else RISEML_ERR_MISMATCH. */
+riseml_status riseml_alltoallv(riseml_comm* comm, const void* in, const size_t* send_counts,
+                               void* out, const size_t* recv_counts, riseml_datatype type);
+/* Adasum (adaptive summation, Horovod's op=Adasum) of `tensors` floating point tensors laid
+ * out back to back, tensor_counts[i] elements each; see Communicator::adasum_allreduce.
+ * Integer types: RISEML_ERR_INVALID_ARGUMENT. */
+riseml_status riseml_adasum_allreduce(riseml_comm* comm, const void* in, void* out,
+                                      const size_t* tensor_counts, size_t tensors,
+                                      riseml_datatype type);
 riseml_status riseml_barrier(riseml_comm* comm);
 
 const char* riseml_last_error(void);

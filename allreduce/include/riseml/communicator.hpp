@@ -77,6 +77,10 @@ class Communicator {
   // Collective: sets up the transports to every peer. Throws CollectiveError.
   Communicator(Rendezvous& rendezvous, const CommunicatorOptions& options);
   ~Communicator();
+  // What a rank outside a new sub-communicator calls on the job's rendezvous while the members
+  // construct theirs over a SubsetRendezvous of it: the same sequence of job-wide fences as a
+  // communicator's setup, taking no part in it. Throws CollectiveError(setup) if a fence fails.
+  static void stand_by(Rendezvous& rendezvous, const CommunicatorOptions& options);
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
 
@@ -86,7 +90,7 @@ class Communicator {
   // out[i] = in[i] of rank 0 (op) ... (op) in[i] of rank size-1; in == out is allowed.
   // float16/bfloat16: each step adds in float32 and rounds to nearest even (HalfReduce::wire,
   // the default), or all is accumulated in float32 and rounded once (HalfReduce::float32).
-  // Average divides the sum by size (integers: truncating). Integer sums and products wrap.
+  // Average divides the sum by size (integers: rounded down). Integer sums and products wrap.
   // Every rank ends with bit-identical results; a repeated call gives the same bits.
   void allreduce(const void* in, void* out, std::size_t count, DataType type, ReduceOp op,
                  Algorithm algorithm = Algorithm::automatic);
@@ -108,6 +112,26 @@ class Communicator {
 
   // Reduces size()*count elements of `in` over all ranks; rank r receives block r in `out`.
   void reduce_scatter(const void* in, void* out, std::size_t count, DataType type, ReduceOp op);
+  // As reduce_scatter with counts[r] elements for rank r (`in` holds sum(counts) elements, the
+  // blocks in rank order); counts must agree on all ranks. Average divides as allreduce does.
+  void reduce_scatterv(const void* in, void* out, std::span<const std::size_t> counts,
+                       DataType type, ReduceOp op);
+
+  // All-to-all: `in` holds send_counts[r] elements for each rank r, in rank order; `out`
+  // receives recv_counts[r] elements from each rank r, in rank order. recv_counts[r] here must
+  // equal send_counts[this rank] on rank r (else CollectiveError(mismatch) on every rank).
+  void alltoallv(const void* in, std::span<const std::size_t> send_counts, void* out,
+                 std::span<const std::size_t> recv_counts, DataType type);
+  // `count` elements to and from every rank.
+  void alltoall(const void* in, void* out, std::size_t count, DataType type);
+
+  // Adasum (adaptive summation, Maleki et al. 2020; Horovod's op=Adasum) of floating point
+  // tensors laid out back to back in `in` (tensor_counts[i] elements each): pairs of
+  // partial results a, b combine as (1 - a.b / (2|a|^2)) a + (1 - a.b / (2|b|^2)) b, per
+  // tensor, by recursive halving then doubling. Ranks beyond the largest power of two fold into
+  // a partner first. Every rank ends with the same bits. in == out is allowed.
+  void adasum_allreduce(const void* in, void* out, std::span<const std::size_t> tensor_counts,
+                        DataType type);
 
   void barrier();
 

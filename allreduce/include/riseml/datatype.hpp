@@ -8,13 +8,17 @@
 
 namespace riseml {
 
-enum class DataType : std::uint8_t { float32, float64, float16, bfloat16, int32, int64, uint8 };
+// boolean: one byte, 0 or 1; sum and max reduce as logical or, product and min as logical and.
+enum class DataType : std::uint8_t {
+  float32, float64, float16, bfloat16, int32, int64, uint8, int8, int16, boolean
+};
 enum class ReduceOp : std::uint8_t { sum, average, min, max, product };
 
 inline constexpr DataType kAllDataTypes[] = {DataType::float32, DataType::float64,
                                              DataType::float16, DataType::bfloat16,
                                              DataType::int32,   DataType::int64,
-                                             DataType::uint8};
+                                             DataType::uint8,   DataType::int8,
+                                             DataType::int16,   DataType::boolean};
 inline constexpr ReduceOp kAllReduceOps[] = {ReduceOp::sum, ReduceOp::average, ReduceOp::min,
                                              ReduceOp::max, ReduceOp::product};
 
@@ -25,8 +29,11 @@ constexpr std::size_t element_size(DataType t) {
     case DataType::float32:
     case DataType::int32: return 4;
     case DataType::float16:
-    case DataType::bfloat16: return 2;
-    case DataType::uint8: return 1;
+    case DataType::bfloat16:
+    case DataType::int16: return 2;
+    case DataType::uint8:
+    case DataType::int8:
+    case DataType::boolean: return 1;
   }
   return 0;
 }

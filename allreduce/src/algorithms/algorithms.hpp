@@ -11,6 +11,7 @@
 
 #include "../core/context.hpp"
 #include "../transport/call_tag.hpp"
+#include "blocks.hpp"
 
 namespace riseml {
 
@@ -40,6 +41,28 @@ void hierarchical_allreduce(Context& c, const CallTag& tag, const ReduceArgs& a)
 
 // Block `rank` of a count-elements-per-rank reduce-scatter lands in `out`.
 void ring_reduce_scatter(Context& c, const CallTag& tag, Group g, const ReduceArgs& a);
+// The same with blocks.count(b) elements for member b (`in` holds all blocks back to back);
+// block g.index lands in `out`. Average reduces as sum (the caller divides).
+void ring_reduce_scatterv(Context& c, const CallTag& tag, Group g, const std::byte* in,
+                          std::byte* out, const Blocks& blocks, DataType type, ReduceOp op);
+
+// All-to-all by pairwise exchange: send.count(b) elements to member b, recv.count(b) from it,
+// both laid out in member order; `in` and `out` must not overlap. The counts must agree (the
+// caller checks): with `skip_empty`, pairs with nothing to move exchange no message at all.
+void pairwise_alltoallv(Context& c, const CallTag& tag, Group g, const std::byte* in,
+                        const Blocks& send, std::byte* out, const Blocks& recv, DataType type,
+                        bool skip_empty);
+// Throws CollectiveError(mismatch) on every member, naming the first pair of ranks whose counts
+// disagree, unless send_counts[r] on every member i equals recv_counts[i] on member r. One
+// 8-byte allreduce when they agree.
+void check_alltoallv_counts(Context& c, const CallTag& tag, Group g,
+                            std::span<const std::size_t> send_counts,
+                            std::span<const std::size_t> recv_counts);
+
+// Adasum of floating point tensors laid out back to back (tensor_counts elements each) by
+// recursive halving and doubling, folding the ranks beyond the largest power of two in first.
+void adasum_allreduce(Context& c, const CallTag& tag, Group g, const std::byte* in,
+                      std::byte* out, std::span<const std::size_t> tensor_counts, DataType type);
 
 void ring_allgatherv(Context& c, const CallTag& tag, Group g, const std::byte* in,
                      std::byte* out, std::span<const std::size_t> counts, DataType type);

@@ -98,7 +98,12 @@ riseml_status guarded(F&& f) {
   }
 }
 
-bool valid_type(riseml_datatype t) { return t >= RISEML_FLOAT32 && t <= RISEML_UINT8; }
+// The C values are the DataType values (checked below), so a cast maps them.
+bool valid_type(riseml_datatype t) { return t >= RISEML_FLOAT32 && t <= RISEML_BOOL; }
+static_assert(RISEML_UINT8 == static_cast<int>(riseml::DataType::uint8) &&
+              RISEML_INT8 == static_cast<int>(riseml::DataType::int8) &&
+              RISEML_INT16 == static_cast<int>(riseml::DataType::int16) &&
+              RISEML_BOOL == static_cast<int>(riseml::DataType::boolean));
 bool valid_op(riseml_reduce_op o) { return o >= RISEML_SUM && o <= RISEML_PRODUCT; }
 
 riseml_status invalid(const char* what) {
@@ -172,6 +177,48 @@ riseml_status riseml_reduce_scatter(riseml_comm* comm, const void* in, void* out
   return guarded([&] {
     comm->communicator->reduce_scatter(in, out, count, static_cast<riseml::DataType>(type),
                                        static_cast<riseml::ReduceOp>(op));
+  });
+}
+
+riseml_status riseml_reduce_scatterv(riseml_comm* comm, const void* in, void* out,
+                                     const size_t* counts, riseml_datatype type,
+                                     riseml_reduce_op op) {
+  if (!comm || !counts || !valid_type(type) || !valid_op(op))
+    return invalid("riseml_reduce_scatterv: bad argument");
+  return guarded([&] {
+    comm->communicator->reduce_scatterv(
+        in, out, std::span(counts, static_cast<std::size_t>(comm->communicator->size())),
+        static_cast<riseml::DataType>(type), static_cast<riseml::ReduceOp>(op));
+  });
+}
+
+riseml_status riseml_alltoall(riseml_comm* comm, const void* in, void* out, size_t count,
+                              riseml_datatype type) {
+  if (!comm || !valid_type(type)) return invalid("riseml_alltoall: bad argument");
+  return guarded([&] {
+    comm->communicator->alltoall(in, out, count, static_cast<riseml::DataType>(type));
+  });
+}
+
+riseml_status riseml_alltoallv(riseml_comm* comm, const void* in, const size_t* send_counts,
+                               void* out, const size_t* recv_counts, riseml_datatype type) {
+  if (!comm || !send_counts || !recv_counts || !valid_type(type))
+    return invalid("riseml_alltoallv: bad argument");
+  return guarded([&] {
+    const auto n = static_cast<std::size_t>(comm->communicator->size());
+    comm->communicator->alltoallv(in, std::span(send_counts, n), out, std::span(recv_counts, n),
+                                  static_cast<riseml::DataType>(type));
+  });
+}
+
+riseml_status riseml_adasum_allreduce(riseml_comm* comm, const void* in, void* out,
+                                      const size_t* tensor_counts, size_t tensors,
+                                      riseml_datatype type) {
+  if (!comm || (tensors && !tensor_counts) || !valid_type(type))
+    return invalid("riseml_adasum_allreduce: bad argument");
+  return guarded([&] {
+    comm->communicator->adasum_allreduce(in, out, std::span(tensor_counts, tensors),
+                                         static_cast<riseml::DataType>(type));
   });
 }
 

@@ -4,6 +4,7 @@
 #include <riseml/communicator.hpp>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "../algorithms/algorithms.hpp"
@@ -22,6 +23,29 @@ constexpr std::size_t kWidePieceElements = 1 << 20;
 
 void require(bool ok, const char* what) {
   if (!ok) throw CollectiveError(ErrorKind::invalid_argument, what);
+}
+
+// bool reduces by or (sum, max) and and (product, min); an average of truth values means
+// nothing, so it is refused rather than guessed.
+void require_reducible(const Context& c, DataType type, ReduceOp op, const char* call) {
+  if (type == DataType::boolean && op == ReduceOp::average)
+    throw CollectiveError(ErrorKind::invalid_argument,
+                          "rank " + std::to_string(c.rank()) + ": " + call +
+                              ": average is not defined for bool (sum/max give any, "
+                              "product/min all)");
+}
+
+// Whether two buffers share a byte.
+bool overlap(const void* a, std::size_t a_bytes, const void* b, std::size_t b_bytes) {
+  if (a_bytes == 0 || b_bytes == 0) return false;
+  const auto x = reinterpret_cast<std::uintptr_t>(a), y = reinterpret_cast<std::uintptr_t>(b);
+  return x < y + b_bytes && y < x + a_bytes;
+}
+
+std::size_t sum(std::span<const std::size_t> counts) {
+  std::size_t total = 0;
+  for (std::size_t k : counts) total += k;
+  return total;
 }
 
 template <class F>
@@ -46,6 +70,10 @@ Communicator::Communicator(Rendezvous& rendezvous, const CommunicatorOptions& op
     : context_(std::make_unique<Context>(rendezvous, options)) {}
 
 Communicator::~Communicator() = default;
+
+void Communicator::stand_by(Rendezvous& rendezvous, const CommunicatorOptions& options) {
+  Context::stand_by(rendezvous, options);
+}
 
 int Communicator::rank() const { return context_->rank(); }
 int Communicator::size() const { return context_->size(); }
@@ -86,6 +114,7 @@ void reduce_all(Context& c, const void* in, void* out, std::size_t count, DataTy
                 ReduceOp op, Algorithm algorithm, bool cross_hosts) {
   run_collective(c, [&] {
     require(count == 0 || (in != nullptr && out != nullptr), "allreduce: null buffer");
+    require_reducible(c, type, op, cross_hosts ? "cross_host_allreduce" : "allreduce");
     if (cross_hosts)
       require(c.uniform_hosts(),
               "cross_host_allreduce: the hosts run different numbers of ranks (start the same "
@@ -227,6 +256,7 @@ void Communicator::reduce_scatter(const void* in, void* out, std::size_t count, 
   Context& c = *context_;
   run_collective(c, [&] {
     require(count == 0 || (in != nullptr && out != nullptr), "reduce_scatter: null buffer");
+    require_reducible(c, type, op, "reduce_scatter");
     CallTag tag;
     tag.sequence = c.next_sequence();
     tag.count = count;
@@ -250,6 +280,123 @@ void Communicator::reduce_scatter(const void* in, void* out, std::size_t count, 
                          reinterpret_cast<std::byte*>(wide_out), count, DataType::float32, op});
     if (op == ReduceOp::average) kernels::divide(DataType::float32, wide_out, count, c.size());
     kernels::narrow_from_float(type, wide_out, out, count);
+  });
+}
+
+void Communicator::reduce_scatterv(const void* in, void* out,
+                                   std::span<const std::size_t> counts, DataType type,
+                                   ReduceOp op) {
+  Context& c = *context_;
+  run_collective(c, [&] {
+    require(counts.size() == static_cast<std::size_t>(c.size()),
+            "reduce_scatterv: counts must have one entry per rank");
+    require_reducible(c, type, op, "reduce_scatterv");
+    const std::size_t total = sum(counts);
+    const std::size_t mine = counts[static_cast<std::size_t>(c.rank())];
+    require(total == 0 || in != nullptr, "reduce_scatterv: null buffer");
+    require(mine == 0 || out != nullptr, "reduce_scatterv: null buffer");
+    CallTag tag;
+    tag.sequence = c.next_sequence();
+    tag.count = total;
+    tag.collective = Collective::reduce_scatterv;
+    tag.type = static_cast<std::uint8_t>(type);
+    tag.op = static_cast<std::uint8_t>(op);
+    const Blocks blocks{counts};
+    if (!widens(c, type)) {
+      ring_reduce_scatterv(c, tag, c.world(), static_cast<const std::byte*>(in),
+                           static_cast<std::byte*>(out), blocks, type, op);
+      if (op == ReduceOp::average) kernels::divide(type, out, mine, c.size());
+      return;
+    }
+    // float16/bfloat16 through float32: widen the whole input, reduce, round once.
+    auto* wide_in = reinterpret_cast<float*>(c.scratch((total + mine) * 4, 2));
+    float* wide_out = wide_in + total;
+    kernels::widen_to_float(type, in, wide_in, total);
+    ring_reduce_scatterv(c, tag, c.world(), reinterpret_cast<const std::byte*>(wide_in),
+                         reinterpret_cast<std::byte*>(wide_out), blocks, DataType::float32, op);
+    if (op == ReduceOp::average) kernels::divide(DataType::float32, wide_out, mine, c.size());
+    kernels::narrow_from_float(type, wide_out, out, mine);
+  });
+}
+
+void Communicator::alltoallv(const void* in, std::span<const std::size_t> send_counts,
+                             void* out, std::span<const std::size_t> recv_counts,
+                             DataType type) {
+  Context& c = *context_;
+  run_collective(c, [&] {
+    const auto n = static_cast<std::size_t>(c.size());
+    require(send_counts.size() == n && recv_counts.size() == n,
+            "alltoallv: send_counts and recv_counts must have one entry per rank");
+    const std::size_t sent = sum(send_counts) * element_size(type);
+    const std::size_t received = sum(recv_counts) * element_size(type);
+    require(sent == 0 || in != nullptr, "alltoallv: null buffer");
+    require(received == 0 || out != nullptr, "alltoallv: null buffer");
+    require(!overlap(in, sent, out, received), "alltoallv: in and out overlap");
+    CallTag tag;
+    tag.sequence = c.next_sequence();
+    tag.collective = Collective::alltoallv;
+    tag.type = static_cast<std::uint8_t>(type);
+    // The counts agree on every pair after this, so pairs with nothing to move can skip.
+    check_alltoallv_counts(c, tag, c.world(), send_counts, recv_counts);
+    pairwise_alltoallv(c, tag, c.world(), static_cast<const std::byte*>(in), Blocks{send_counts},
+                       static_cast<std::byte*>(out), Blocks{recv_counts}, type, true);
+  });
+}
+
+void Communicator::alltoall(const void* in, void* out, std::size_t count, DataType type) {
+  Context& c = *context_;
+  run_collective(c, [&] {
+    const std::size_t bytes = count * static_cast<std::size_t>(c.size()) * element_size(type);
+    require(bytes == 0 || (in != nullptr && out != nullptr), "alltoall: null buffer");
+    require(!overlap(in, bytes, out, bytes), "alltoall: in and out overlap");
+    CallTag tag;
+    tag.sequence = c.next_sequence();
+    tag.count = count;
+    tag.collective = Collective::alltoall;
+    tag.type = static_cast<std::uint8_t>(type);
+    // Equal counts need no check of their own: every message's tag carries the count. Empty
+    // messages still travel, so a rank that passes another count is caught, not waited for.
+    const Blocks blocks{{}, count};
+    pairwise_alltoallv(c, tag, c.world(), static_cast<const std::byte*>(in), blocks,
+                       static_cast<std::byte*>(out), blocks, type, false);
+  });
+}
+
+// Adasum combines per tensor: ranks that split the same total differently must not meet
+// quietly, so the tag carries a hash (FNV-1a) of the tensor counts.
+namespace {
+std::uint32_t tensor_layout_hash(std::span<const std::size_t> tensor_counts) {
+  std::uint32_t h = 2166136261u;
+  for (std::size_t k : tensor_counts) {
+    for (int b = 0; b < 8; ++b) {
+      h ^= static_cast<std::uint8_t>(static_cast<std::uint64_t>(k) >> (8 * b));
+      h *= 16777619u;
+    }
+  }
+  return h;
+}
+}  // namespace
+
+void Communicator::adasum_allreduce(const void* in, void* out,
+                                    std::span<const std::size_t> tensor_counts, DataType type) {
+  Context& c = *context_;
+  run_collective(c, [&] {
+    if (type != DataType::float32 && type != DataType::float64 && !is_half_precision(type))
+      throw CollectiveError(ErrorKind::invalid_argument,
+                            "adasum_allreduce: Adasum needs floating point tensors, not " +
+                                std::string(to_string(type)));
+    std::size_t count = 0;
+    for (std::size_t k : tensor_counts) count += k;
+    require(count == 0 || (in != nullptr && out != nullptr), "adasum_allreduce: null buffer");
+    CallTag tag;
+    tag.sequence = c.next_sequence();
+    tag.count = count;
+    tag.collective = Collective::adasum;
+    tag.root = tensor_layout_hash(tensor_counts);
+    tag.type = static_cast<std::uint8_t>(type);
+    tag.op = static_cast<std::uint8_t>(ReduceOp::sum);
+    riseml::adasum_allreduce(c, tag, c.world(), static_cast<const std::byte*>(in),
+                             static_cast<std::byte*>(out), tensor_counts, type);
   });
 }
 

@@ -90,6 +90,19 @@ Context::Context(Rendezvous& rendezvous, const CommunicatorOptions& options)
   if (interrupt_fd_ < 0) throw CollectiveError(ErrorKind::system, std::string("eventfd: ") + std::strerror(errno));
 }
 
+// exchange_host_facts fences once, connect twice: keep this in step with them.
+constexpr int kSetupFences = 3;
+
+void Context::stand_by(Rendezvous& rendezvous, const CommunicatorOptions& options) {
+  try {
+    for (int i = 0; i < kSetupFences; ++i) rendezvous.fence(options.timeout);
+  } catch (const RendezvousError& e) {
+    throw CollectiveError(ErrorKind::setup, "rank " + std::to_string(rendezvous.rank()) +
+                                                ": rendezvous failed while other ranks set up "
+                                                "a process set: " + e.what());
+  }
+}
+
 Context::~Context() {
   if (interrupt_fd_ >= 0) ::close(interrupt_fd_);
 }

@@ -38,6 +38,8 @@ class Context {
  public:
   Context(Rendezvous& rendezvous, const CommunicatorOptions& options);
   ~Context();
+  // The fences of a setup, without joining it (see Communicator::stand_by).
+  static void stand_by(Rendezvous& rendezvous, const CommunicatorOptions& options);
 
   int rank() const { return rank_; }
   int size() const { return size_; }

@@ -11,6 +11,9 @@ std::string_view to_string(DataType t) {
     case DataType::int32: return "int32";
     case DataType::int64: return "int64";
     case DataType::uint8: return "uint8";
+    case DataType::int8: return "int8";
+    case DataType::int16: return "int16";
+    case DataType::boolean: return "bool";
   }
   return "?";
 }
@@ -34,6 +37,7 @@ std::optional<DataType> parse_data_type(std::string_view n) {
   if (n == "half" || n == "fp16") return DataType::float16;
   if (n == "bf16") return DataType::bfloat16;
   if (n == "int") return DataType::int32;
+  if (n == "boolean") return DataType::boolean;
   return std::nullopt;
 }
 

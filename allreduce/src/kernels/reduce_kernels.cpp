@@ -68,6 +68,18 @@ RISEML_INLINE void reduce_float16_scalar(std::uint16_t* out, const std::uint16_t
     out[i] = float_to_float16(apply<Op>(float16_to_float(a[i]), float16_to_float(b[i])));
 }
 
+// bool: sum and max are "any", product and min "all". Any nonzero byte counts as true and the
+// result is always 0 or 1, so the order of the steps cannot change the bits.
+template <ReduceOp Op>
+RISEML_INLINE void reduce_bool_loop(std::uint8_t* out, const std::uint8_t* a,
+                                    const std::uint8_t* b, std::size_t n) {
+  constexpr bool any = Op == ReduceOp::sum || Op == ReduceOp::average || Op == ReduceOp::max;
+  for (std::size_t i = 0; i < n; ++i) {
+    const bool x = a[i] != 0, y = b[i] != 0;
+    out[i] = static_cast<std::uint8_t>(any ? (x | y) : (x & y));
+  }
+}
+
 template <ReduceOp Op>
 RISEML_INLINE void reduce_typed(DataType type, void* out, const void* a, const void* b,
                                 std::size_t n) {
@@ -87,6 +99,16 @@ RISEML_INLINE void reduce_typed(DataType type, void* out, const void* a, const v
     case DataType::uint8:
       return reduce_loop<Op>(static_cast<std::uint8_t*>(out), static_cast<const std::uint8_t*>(a),
                              static_cast<const std::uint8_t*>(b), n);
+    case DataType::int8:
+      return reduce_loop<Op>(static_cast<std::int8_t*>(out), static_cast<const std::int8_t*>(a),
+                             static_cast<const std::int8_t*>(b), n);
+    case DataType::int16:
+      return reduce_loop<Op>(static_cast<std::int16_t*>(out), static_cast<const std::int16_t*>(a),
+                             static_cast<const std::int16_t*>(b), n);
+    case DataType::boolean:
+      return reduce_bool_loop<Op>(static_cast<std::uint8_t*>(out),
+                                  static_cast<const std::uint8_t*>(a),
+                                  static_cast<const std::uint8_t*>(b), n);
     case DataType::bfloat16:
       return reduce_bfloat16_loop<Op>(static_cast<std::uint16_t*>(out),
                                       static_cast<const std::uint16_t*>(a),
@@ -236,9 +258,15 @@ Isa detect_isa() {
 template <class T>
 void divide_loop(T* p, std::size_t n, int divisor) {
   if constexpr (std::is_integral_v<T>) {
-    // In 64 bits: a uint8 divisor would wrap to 0 at 256 ranks.
+    // In 64 bits: a uint8 divisor would wrap to 0 at 256 ranks. Rounded down (floor), as
+    // Python's // and torch.floor_divide, which Horovod's tests compare against.
     const long long d = divisor;
-    for (std::size_t i = 0; i < n; ++i) p[i] = static_cast<T>(static_cast<long long>(p[i]) / d);
+    for (std::size_t i = 0; i < n; ++i) {
+      const long long v = static_cast<long long>(p[i]);
+      long long q = v / d;
+      if (v % d != 0 && v < 0) --q;
+      p[i] = static_cast<T>(q);
+    }
   } else {
     const T d = static_cast<T>(divisor);
     for (std::size_t i = 0; i < n; ++i) p[i] = static_cast<T>(p[i] / d);
@@ -308,6 +336,9 @@ void divide(DataType type, void* buffer, std::size_t count, int divisor) {
     case DataType::int32: return divide_loop(static_cast<std::int32_t*>(buffer), count, divisor);
     case DataType::int64: return divide_loop(static_cast<std::int64_t*>(buffer), count, divisor);
     case DataType::uint8: return divide_loop(static_cast<std::uint8_t*>(buffer), count, divisor);
+    case DataType::int8: return divide_loop(static_cast<std::int8_t*>(buffer), count, divisor);
+    case DataType::int16: return divide_loop(static_cast<std::int16_t*>(buffer), count, divisor);
+    case DataType::boolean: throw std::invalid_argument("divide: bool has no average");
     case DataType::float16:
     case DataType::bfloat16: {
       auto* p = static_cast<std::uint16_t*>(buffer);

@@ -19,13 +19,15 @@ const char* to_string(Isa isa);
 // out[i] = a[i] op b[i] for i < count. `out` may be `a` or `b` (exactly), never a partial
 // overlap. Sum and average both add here (average divides at the end, see divide()). Integer
 // sums and products wrap; min/max return the first operand when the two compare equal (or
-// either is NaN: `b < a ? b : a`). float16/bfloat16 compute in float32 and round once.
+// either is NaN: `b < a ? b : a`). float16/bfloat16 compute in float32 and round once. bool:
+// sum and max are logical or, product and min logical and (results 0 or 1).
 void reduce(DataType type, ReduceOp op, void* out, const void* a, const void* b,
             std::size_t count);
 void reduce(Isa isa, DataType type, ReduceOp op, void* out, const void* a, const void* b,
             std::size_t count);
 
-// buffer[i] /= divisor (integers truncate; 16-bit floats in float32, rounded once).
+// buffer[i] /= divisor (integers round down, as floor division; 16-bit floats in float32, rounded once). bool has
+// no average: std::invalid_argument (the communicator refuses it before).
 void divide(DataType type, void* buffer, std::size_t count, int divisor);
 
 // memcpy with non-temporal stores where the CPU has AVX2 (falls back to memcpy): for data that

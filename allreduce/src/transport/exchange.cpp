@@ -1,6 +1,7 @@
 #include "exchange.hpp"
 
 #include <limits>
+#include <vector>
 
 #include "progress_waiter.hpp"
 
@@ -28,6 +29,53 @@ void exchange(Context& context, const CallTag& tag, const SendSpec& send, const 
     else
       waiter.idle(send_done ? nullptr : sender, send.peer, recv_done ? nullptr : receiver,
                   recv.peer);
+  }
+}
+
+void receive_each(Context& context, const CallTag& tag, std::size_t count,
+                  FunctionRef<RecvSpec(std::size_t)> recv, FunctionRef<void(std::size_t)> done) {
+  // The pending peers, swapped to the end as they complete (on the stack up to 64 peers).
+  constexpr std::size_t kInline = 64;
+  struct Pending {
+    std::size_t k;
+    int peer;
+  };
+  Pending inline_pending[kInline];
+  std::vector<Pending> heap;
+  Pending* pending = inline_pending;
+  if (count > kInline) {
+    heap.resize(count);
+    pending = heap.data();
+  }
+  std::size_t left = 0;
+  for (std::size_t k = 0; k < count; ++k) {
+    const RecvSpec r = recv(k);
+    if (r.peer < 0) continue;
+    context.link(r.peer).begin_recv(tag, r.bytes, r.direct, r.sink);
+    pending[left++] = {k, r.peer};
+  }
+  ProgressWaiter waiter(context, tag);
+  std::size_t turn = 0;  // whose link the waiter watches (and checks) next
+  while (left > 0) {
+    bool moved = false;
+    for (std::size_t j = 0; j < left;) {
+      if (!context.link(pending[j].peer).progress_recv(moved)) {
+        ++j;
+        continue;
+      }
+      const std::size_t k = pending[j].k;
+      pending[j] = pending[--left];
+      waiter.moved();  // disarmed before done() waits on the same doorbell
+      done(k);
+      moved = true;
+    }
+    if (left == 0) return;
+    if (moved) {
+      waiter.moved();
+    } else {
+      const Pending& p = pending[turn++ % left];
+      waiter.idle(nullptr, -1, &context.link(p.peer), p.peer);
+    }
   }
 }
 

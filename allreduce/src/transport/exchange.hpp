@@ -27,6 +27,14 @@ struct RecvSpec {
 // Throws CollectiveError (timeout naming the silent peer, mismatch, peer_failed).
 void exchange(Context& context, const CallTag& tag, const SendSpec& send, const RecvSpec& recv);
 
+// Receives one message from each of `count` peers at once, in whatever order they arrive:
+// recv(k) gives the k-th receive (asked once, at the start; peer -1: none), done(k) runs as
+// soon as it is complete and may send on that peer's link. For the small messages of a
+// protocol among many ranks, where taking them in a fixed order would wait on a peer that is
+// not scheduled yet while the others' messages are already there.
+void receive_each(Context& context, const CallTag& tag, std::size_t count,
+                  FunctionRef<RecvSpec(std::size_t)> recv, FunctionRef<void(std::size_t)> done);
+
 // One step of a pipelined stream: a message to the right and one from the left.
 struct StreamSend {
   const std::byte* data = nullptr;

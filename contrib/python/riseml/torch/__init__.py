@@ -16,23 +16,37 @@ import torch as _torch
 
 import _riseml
 import riseml as _common
-from riseml import (Average, Max, Min, Product, RisemlError, Sum, barrier, cross_rank,
-                    cross_size, init, is_initialized, join, local_rank, local_size, poll, rank,
-                    shutdown, size)
+from riseml import (Adasum, Average, HorovodInternalError, HostsUpdatedInterrupt, Max, Min,
+                    ProcessSet, Product, RisemlError, RisemlValueError, Sum, add_process_set,
+                    barrier, ccl_built, cross_rank, cross_size, cuda_built, ddl_built,
+                    global_process_set, gloo_built, gloo_enabled, init, is_initialized, join,
+                    local_rank, local_size, mpi_built, mpi_enabled, mpi_threads_supported,
+                    nccl_built, rank, remove_process_set, rocm_built, shutdown, size,
+                    start_timeline, stop_timeline)
+from riseml import _root, _ps
 from riseml.torch.compression import Compression
 from riseml.torch.functions import (allgather_object, broadcast_object, broadcast_optimizer_state,
                                     broadcast_parameters)
 from riseml.torch.optimizer import DistributedOptimizer
+from riseml.torch.sync_batch_norm import SyncBatchNorm
 
 __all__ = [
-    "Average", "Sum", "Min", "Max", "Product", "RisemlError", "Compression",
+    "Average", "Sum", "Min", "Max", "Product", "Adasum", "RisemlError", "RisemlValueError",
+    "HorovodInternalError", "HostsUpdatedInterrupt", "Compression",
     "init", "shutdown", "is_initialized", "size", "rank", "local_size", "local_rank",
-    "cross_size", "cross_rank", "allreduce", "allreduce_", "allreduce_async", "allreduce_async_",
+    "cross_size", "cross_rank", "mpi_built", "mpi_enabled", "mpi_threads_supported",
+    "gloo_built", "gloo_enabled", "nccl_built", "ccl_built", "ddl_built", "cuda_built",
+    "rocm_built", "start_timeline", "stop_timeline",
+    "ProcessSet", "global_process_set", "add_process_set", "remove_process_set",
+    "allreduce", "allreduce_", "allreduce_async", "allreduce_async_",
     "grouped_allreduce", "grouped_allreduce_", "grouped_allreduce_async",
-    "grouped_allreduce_async_", "allgather", "allgather_async", "broadcast", "broadcast_",
-    "broadcast_async", "broadcast_async_", "broadcast_parameters", "broadcast_optimizer_state",
+    "grouped_allreduce_async_", "sparse_allreduce_async", "allgather", "allgather_async",
+    "grouped_allgather", "grouped_allgather_async", "broadcast", "broadcast_",
+    "broadcast_async", "broadcast_async_", "alltoall", "alltoall_async", "reducescatter",
+    "reducescatter_async", "grouped_reducescatter", "grouped_reducescatter_async",
+    "broadcast_parameters", "broadcast_optimizer_state",
     "broadcast_object", "allgather_object", "synchronize", "poll", "join", "barrier",
-    "DistributedOptimizer", "gpu_status",
+    "DistributedOptimizer", "SyncBatchNorm", "gpu_status",
 ]
 
 # handle -> (tensor returned by synchronize, the buffer the engine writes the result into
@@ -45,7 +59,7 @@ _warned_host_copy = False
 _DTYPE_NAMES = {
     _torch.float32: "float32", _torch.float64: "float64", _torch.float16: "float16",
     _torch.bfloat16: "bfloat16", _torch.int32: "int32", _torch.int64: "int64",
-    _torch.uint8: "uint8",
+    _torch.uint8: "uint8", _torch.int8: "int8", _torch.int16: "int16", _torch.bool: "bool",
 }
 
 
@@ -77,8 +91,8 @@ def _device_view(tensor):
         t = t.contiguous()
     name = _DTYPE_NAMES.get(t.dtype)
     if name is None:
-        raise TypeError("riseml: unsupported dtype %s (float16/32/64, bfloat16, int32/64, "
-                        "uint8)" % t.dtype)
+        raise TypeError("riseml: unsupported dtype %s (float16/32/64, bfloat16, "
+                        "int8/16/32/64, uint8, bool)" % t.dtype)
     device = t.device.index if t.device.index is not None else _torch.cuda.current_device()
     return t, name, device, _torch.cuda.current_stream(t.device).cuda_stream
 
@@ -92,87 +106,119 @@ def _cpu_view(tensor):
         t = t.contiguous()
     if t.dtype == _torch.bfloat16:
         return t.view(_torch.int16).numpy(), t, "bfloat16"
-    if t.dtype == _torch.bool:
-        raise TypeError("riseml: bool tensors are not supported; convert to uint8")
+    if t.dtype not in _DTYPE_NAMES:
+        raise TypeError("riseml: unsupported dtype %s (float16/32/64, bfloat16, "
+                        "int8/16/32/64, uint8, bool)" % t.dtype)
     return t.numpy(), t, ""
+
+
+def _numpy_of(cpu, dtype):
+    """The numpy view of a CPU tensor made by _cpu_view (bfloat16 as int16 bits)."""
+    return cpu.view(_torch.int16).numpy() if dtype else cpu.numpy()
 
 
 def _shares_memory(a, b):
     return a.data_ptr() == b.data_ptr() and a.device == b.device
 
 
-def _allreduce_into(tensor, output, name, op, prescale_factor, postscale_factor):
+def _check_process_set(process_set):
+    return _ps(process_set)
+
+
+def _out_cpu(src_cpu, dtype, output, tensor):
+    """(numpy array the engine writes, CPU tensor behind it): in place on `tensor`'s own memory
+    when `output is tensor` and the CPU view is that memory; else a new tensor."""
+    if output is tensor and _shares_memory(src_cpu, tensor):
+        return None, src_cpu
+    dst_cpu = _torch.empty_like(src_cpu)
+    return _numpy_of(dst_cpu, dtype), dst_cpu
+
+
+# ----------------------------------------------------------------------------------- allreduce
+
+def _allreduce_into(tensor, output, name, op, prescale_factor, postscale_factor, process_set):
+    set_id = _check_process_set(process_set)
     if _on_gpu(tensor):
         return _grouped_on_gpu([tensor], [output], name, op, prescale_factor, postscale_factor,
-                               single=True)
+                               set_id, single=True)
     src, src_cpu, dtype = _cpu_view(tensor)
-    if output is tensor and _shares_memory(src_cpu, tensor):
-        dst, dst_cpu = src, src_cpu  # in place, no copy
-    else:
-        dst_cpu = _torch.empty_like(src_cpu)
-        dst = dst_cpu.view(_torch.int16).numpy() if dtype else dst_cpu.numpy()
-    h = _riseml.allreduce_async(src, dst, name, op, prescale_factor, postscale_factor, dtype)
+    dst, dst_cpu = _out_cpu(src_cpu, dtype, output, tensor)
+    if dst is None:
+        dst = src  # in place, no copy
+    h = _riseml.allreduce_async(src, dst, name, op, prescale_factor, postscale_factor, dtype,
+                                set_id)
     _handles[h] = (output, dst_cpu)
     return h
 
 
 def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0,
-                    postscale_factor=1.0):
+                    postscale_factor=1.0, process_set=global_process_set):
+    """Starts an allreduce of `tensor` into a new tensor; synchronize(handle) returns it."""
     op = _common._resolve_op(op, average)
     output = _torch.empty_like(tensor)
-    return _allreduce_into(tensor, output, _common._name("allreduce", name), op,
-                           prescale_factor, postscale_factor)
+    return _allreduce_into(tensor, output, _common._name("allreduce", name, process_set), op,
+                           prescale_factor, postscale_factor, process_set)
 
 
 def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
-                     postscale_factor=1.0):
+                     postscale_factor=1.0, process_set=global_process_set):
+    """Starts an in-place allreduce of `tensor`."""
     op = _common._resolve_op(op, average)
-    return _allreduce_into(tensor, tensor, _common._name("allreduce", name), op,
-                           prescale_factor, postscale_factor)
+    return _allreduce_into(tensor, tensor, _common._name("allreduce", name, process_set), op,
+                           prescale_factor, postscale_factor, process_set)
 
 
 def _differentiable(tensor):
     return tensor.requires_grad and _torch.is_grad_enabled()
 
 
+def _grad_op(op):
+    """The reduction a gradient goes through: Adasum's gradients are averaged (as Horovod)."""
+    return Average if op == Adasum else op
+
+
 class _AllreduceFunction(_torch.autograd.Function):
     """allreduce with a gradient: the same reduction of the output gradients (as Horovod)."""
 
     @staticmethod
-    def forward(ctx, tensor, name, op, prescale_factor, postscale_factor):
-        ctx.op, ctx.scales = op, (prescale_factor, postscale_factor)
+    def forward(ctx, tensor, name, op, prescale_factor, postscale_factor, process_set):
+        ctx.op, ctx.scales, ctx.process_set = op, (prescale_factor, postscale_factor), process_set
         return synchronize(allreduce_async(tensor, None, name, op, prescale_factor,
-                                           postscale_factor))
+                                           postscale_factor, process_set))
 
     @staticmethod
     def backward(ctx, grad_output):
-        grad = synchronize(allreduce_async(grad_output, None, None, ctx.op, *ctx.scales))
-        return grad, None, None, None, None
+        grad = synchronize(allreduce_async(grad_output, None, None, _grad_op(ctx.op), *ctx.scales,
+                                           process_set=ctx.process_set))
+        return grad, None, None, None, None, None
 
 
 def allreduce(tensor, average=None, name=None, compression=Compression.none, op=None,
-              prescale_factor=1.0, postscale_factor=1.0):
-    """A new tensor: the reduction of `tensor` over all ranks (default: average).
+              prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set):
+    """A new tensor: the reduction of `tensor` over the ranks (default: average).
     Differentiable: the gradient is the same reduction of the output gradients."""
     op = _common._resolve_op(op, average)
     compressed, ctx = compression.compress(tensor)
     if _differentiable(compressed):
-        out = _AllreduceFunction.apply(compressed, _common._name("allreduce", name), op,
-                                       prescale_factor, postscale_factor)
+        name = _common._name("allreduce", name, process_set)
+        out = _AllreduceFunction.apply(compressed, name, op,
+                                       prescale_factor, postscale_factor, process_set)
     else:
         out = synchronize(allreduce_async(compressed, None, name, op, prescale_factor,
-                                          postscale_factor))
+                                          postscale_factor, process_set))
     return compression.decompress(out, ctx)
 
 
 def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
-               postscale_factor=1.0):
+               postscale_factor=1.0, process_set=global_process_set):
     return synchronize(allreduce_async_(tensor, average, name, op, prescale_factor,
-                                        postscale_factor))
+                                        postscale_factor, process_set))
 
 
-def _grouped_on_gpu(tensors, outputs, name, op, prescale_factor, postscale_factor,
+def _grouped_on_gpu(tensors, outputs, name, op, prescale_factor, postscale_factor, set_id,
                     single=False):
+    if op == Adasum:
+        raise ValueError("riseml: Adasum of CUDA tensors is not supported; reduce CPU tensors")
     views = [_device_view(t) for t in tensors]
     if len({(v[1], v[2]) for v in views}) != 1:
         raise ValueError("riseml: grouped_allreduce needs tensors of one dtype on one device")
@@ -184,7 +230,7 @@ def _grouped_on_gpu(tensors, outputs, name, op, prescale_factor, postscale_facto
     _, dtype, device, stream = views[0]
     h = _riseml.device_allreduce_async([s.data_ptr() for s in srcs], [d.data_ptr() for d in dsts],
                                        [list(s.shape) for s in srcs], dtype, device, stream,
-                                       name, op, prescale_factor, postscale_factor)
+                                       name, op, prescale_factor, postscale_factor, set_id)
     if single:
         _handles[h] = (outputs[0], dsts[0], srcs)
     else:
@@ -192,151 +238,428 @@ def _grouped_on_gpu(tensors, outputs, name, op, prescale_factor, postscale_facto
     return h
 
 
-def _grouped(tensors, outputs, name, op, prescale_factor, postscale_factor):
+def _grouped(tensors, outputs, name, op, prescale_factor, postscale_factor, process_set):
+    set_id = _check_process_set(process_set)
     on_gpu = [_on_gpu(t) for t in tensors]
     if tensors and all(on_gpu):
-        return _grouped_on_gpu(tensors, outputs, name, op, prescale_factor, postscale_factor)
+        return _grouped_on_gpu(tensors, outputs, name, op, prescale_factor, postscale_factor,
+                               set_id)
     if any(on_gpu):
         raise ValueError("riseml: grouped_allreduce got CUDA and CPU tensors; pass one kind")
     views = [_cpu_view(t) for t in tensors]
     dtypes = {v[2] for v in views}
     srcs, dsts, dst_cpus = [], [], []
     for (src, src_cpu, dtype), t, out in zip(views, tensors, outputs):
-        if out is t and _shares_memory(src_cpu, t):
-            dst, dst_cpu = src, src_cpu
-        else:
-            dst_cpu = _torch.empty_like(src_cpu)
-            dst = dst_cpu.view(_torch.int16).numpy() if dtype else dst_cpu.numpy()
+        dst, dst_cpu = _out_cpu(src_cpu, dtype, out, t)
         srcs.append(src)
-        dsts.append(dst)
+        dsts.append(src if dst is None else dst)
         dst_cpus.append(dst_cpu)
     h = _riseml.grouped_allreduce_async(srcs, dsts, name, op, prescale_factor, postscale_factor,
-                                        dtypes.pop() if len(dtypes) == 1 else "")
+                                        dtypes.pop() if len(dtypes) == 1 else "", set_id)
     _handles[h] = (list(outputs), dst_cpus)
     return h
 
 
 def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_factor=1.0,
-                            postscale_factor=1.0):
+                            postscale_factor=1.0, process_set=global_process_set):
     op = _common._resolve_op(op, average)
     return _grouped(tensors, [_torch.empty_like(t) for t in tensors],
-                    _common._name("grouped_allreduce", name), op, prescale_factor,
-                    postscale_factor)
+                    _common._name("grouped_allreduce", name, process_set), op, prescale_factor,
+                    postscale_factor, process_set)
 
 
 def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
-                             postscale_factor=1.0):
+                             postscale_factor=1.0, process_set=global_process_set):
     op = _common._resolve_op(op, average)
-    return _grouped(tensors, list(tensors), _common._name("grouped_allreduce", name), op,
-                    prescale_factor, postscale_factor)
+    name = _common._name("grouped_allreduce", name, process_set)
+    return _grouped(tensors, list(tensors), name, op,
+                    prescale_factor, postscale_factor, process_set)
+
+
+class _GroupedAllreduceFunction(_torch.autograd.Function):
+    """grouped allreduce with gradients: the same grouped reduction of the output gradients."""
+
+    @staticmethod
+    def forward(ctx, name, op, prescale_factor, postscale_factor, process_set, *tensors):
+        ctx.op, ctx.scales, ctx.process_set = op, (prescale_factor, postscale_factor), process_set
+        return tuple(synchronize(grouped_allreduce_async(list(tensors), None, name, op,
+                                                         prescale_factor, postscale_factor,
+                                                         process_set)))
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        grads = synchronize(grouped_allreduce_async(
+            [g.contiguous() for g in grad_outputs], None, None, _grad_op(ctx.op), *ctx.scales,
+            process_set=ctx.process_set))
+        return (None, None, None, None, None) + tuple(grads)
 
 
 def grouped_allreduce(tensors, average=None, name=None, compression=Compression.none, op=None,
-                      prescale_factor=1.0, postscale_factor=1.0):
-    """Reduces the tensors as one unit (ready, fused and completed together)."""
+                      prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set):
+    """Reduces the tensors as one unit (ready, fused and completed together).
+    Differentiable like allreduce."""
+    op = _common._resolve_op(op, average)
     pairs = [compression.compress(t) for t in tensors]
-    outs = synchronize(grouped_allreduce_async([p[0] for p in pairs], average, name, op,
-                                               prescale_factor, postscale_factor))
+    compressed = [p[0] for p in pairs]
+    if any(_differentiable(t) for t in compressed):
+        name = _common._name("grouped_allreduce", name, process_set)
+        outs = _GroupedAllreduceFunction.apply(name, op,
+                                               prescale_factor, postscale_factor, process_set,
+                                               *compressed)
+    else:
+        outs = synchronize(grouped_allreduce_async(compressed, None, name, op, prescale_factor,
+                                                   postscale_factor, process_set))
     return [compression.decompress(o, p[1]) for o, p in zip(outs, pairs)]
 
 
 def grouped_allreduce_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
-                       postscale_factor=1.0):
+                       postscale_factor=1.0, process_set=global_process_set):
     return synchronize(grouped_allreduce_async_(tensors, average, name, op, prescale_factor,
-                                                postscale_factor))
+                                                postscale_factor, process_set))
 
 
-def allgather_async(tensor, name=None):
+class _SparseHandle:
+    """The handle of a sparse allreduce: call it (or synchronize() it) for the result, as
+    Horovod's sparse_allreduce_async returns a function."""
+
+    def __init__(self, result):
+        self._result = result
+        self._value = None
+
+    def __call__(self):
+        if self._result is not None:
+            self._value, self._result = self._result(), None
+        return self._value
+
+
+def sparse_allreduce_async(tensor, name, op, process_set=global_process_set):
+    """A sparse tensor's allreduce (Horovod's way): every rank's indices and values are
+    gathered, and the result is their (uncoalesced) sparse sum; Average divides the values.
+    Returns a handle to call (or synchronize)."""
+    if op not in (Sum, Average, None):
+        raise ValueError("riseml: sparse allreduce supports Sum and Average only")
+    t = tensor.coalesce() if not tensor.is_coalesced() else tensor
+    name = _common._name("sparse_allreduce", name, process_set)
+    # Gathered along the first dimension: indices go as (nnz, ndim) rows.
+    indices = allgather_async(t._indices().transpose(0, 1).contiguous(), name + ".indices",
+                              process_set)
+    values = allgather_async(t._values().contiguous(), name + ".values", process_set)
+    members = process_set.size() if process_set is not None else size()
+
+    def result():
+        idx = synchronize(indices)
+        val = synchronize(values)
+        if op in (Average, None):
+            val = val / members
+        return _torch.sparse_coo_tensor(idx.transpose(0, 1), val, t.size())
+
+    return _SparseHandle(result)
+
+
+# ----------------------------------------------------------------------------------- allgather
+
+def allgather_async(tensor, name=None, process_set=global_process_set):
+    set_id = _check_process_set(process_set)
     if _on_gpu(tensor):
         src, dtype, device, stream = _device_view(tensor)
         h = _riseml.device_allgather_async(src.data_ptr(), list(src.shape), dtype, device, stream,
-                                           _common._name("allgather", name))
+                                           _common._name("allgather", name, process_set), set_id)
         _handles[h] = ("allgather-gpu", src)
         return h
     src, src_cpu, dtype = _cpu_view(tensor)
-    h = _riseml.allgather_async(src, _common._name("allgather", name), dtype)
+    h = _riseml.allgather_async(src, _common._name("allgather", name, process_set), dtype, set_id)
     _handles[h] = ("allgather", tensor)
     return h
 
 
+def _my_rows(rows, process_set):
+    """The offset of this rank's rows among `rows` (rows per rank of the set)."""
+    me = process_set.rank() if process_set is not None else rank()
+    return sum(rows[:me]), rows[me]
+
+
 class _AllgatherFunction(_torch.autograd.Function):
-    """allgather with a gradient: this rank's rows of the summed output gradients."""
+    """allgather with a gradient: this rank's rows of the averaged output gradients (as
+    Horovod)."""
 
     @staticmethod
-    def forward(ctx, tensor, name):
+    def forward(ctx, tensor, name, process_set):
+        ctx.process_set = process_set
         ctx.rows = synchronize(allgather_async(
-            _torch.tensor([tensor.shape[0]], dtype=_torch.int64), name + ".rows")).tolist()
-        return synchronize(allgather_async(tensor, name))
+            _torch.tensor([tensor.shape[0]], dtype=_torch.int64), name + ".rows",
+            process_set)).tolist()
+        return synchronize(allgather_async(tensor, name, process_set))
 
     @staticmethod
     def backward(ctx, grad_output):
-        grad = synchronize(allreduce_async(grad_output, None, None, Sum))
-        offset = sum(ctx.rows[:rank()])
-        return grad.narrow(0, offset, ctx.rows[rank()]), None
+        grad = synchronize(allreduce_async(grad_output.contiguous(), None, None, Average,
+                                           process_set=ctx.process_set))
+        offset, rows = _my_rows(ctx.rows, ctx.process_set)
+        return grad.narrow(0, offset, rows), None, None
 
 
-def allgather(tensor, name=None):
+def allgather(tensor, name=None, process_set=global_process_set):
     """Every rank's tensor concatenated along the first dimension (which may differ).
-    Differentiable: each rank gets its rows of the summed output gradients."""
+    Differentiable: each rank gets its rows of the averaged output gradients."""
     if _differentiable(tensor):
-        return _AllgatherFunction.apply(tensor, _common._name("allgather", name))
-    return synchronize(allgather_async(tensor, name))
+        name = _common._name("allgather", name, process_set)
+        return _AllgatherFunction.apply(tensor, name, process_set)
+    return synchronize(allgather_async(tensor, name, process_set))
 
 
-def _broadcast_into(tensor, output, root_rank, name):
+def grouped_allgather_async(tensors, name=None, process_set=global_process_set):
+    """Starts an allgather of each tensor, as one operation (CPU memory: CUDA tensors go
+    through a host copy)."""
+    set_id = _check_process_set(process_set)
+    views = [_cpu_view(t) for t in tensors]
+    dtypes = {v[2] for v in views}
+    h = _riseml.grouped_allgather_async([v[0] for v in views],
+                                        _common._name("grouped_allgather", name, process_set),
+                                        dtypes.pop() if len(dtypes) == 1 else "", set_id)
+    _handles[h] = ("grouped_allgather", list(tensors))
+    return h
+
+
+class _GroupedAllgatherFunction(_torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, name, process_set, *tensors):
+        ctx.process_set = process_set
+        rows = synchronize(grouped_allgather_async(
+            [_torch.tensor([t.shape[0]], dtype=_torch.int64) for t in tensors], name + ".rows",
+            process_set))
+        ctx.rows = [r.tolist() for r in rows]
+        return tuple(synchronize(grouped_allgather_async(list(tensors), name, process_set)))
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        grads = synchronize(grouped_allreduce_async([g.contiguous() for g in grad_outputs], None,
+                                                    None, Average, process_set=ctx.process_set))
+        out = []
+        for g, rows in zip(grads, ctx.rows):
+            offset, mine = _my_rows(rows, ctx.process_set)
+            out.append(g.narrow(0, offset, mine))
+        return (None, None) + tuple(out)
+
+
+def grouped_allgather(tensors, name=None, process_set=global_process_set):
+    """allgather of each tensor, as one operation: a list of the gathered tensors.
+    Differentiable like allgather."""
+    name = _common._name("grouped_allgather", name, process_set)
+    if any(_differentiable(t) for t in tensors):
+        return list(_GroupedAllgatherFunction.apply(name, process_set, *tensors))
+    return synchronize(grouped_allgather_async(tensors, name, process_set))
+
+
+# ----------------------------------------------------------------------------------- broadcast
+
+def _broadcast_into(tensor, output, root_rank, name, process_set):
+    set_id = _check_process_set(process_set)
+    root = _root(root_rank, process_set)
     if _on_gpu(tensor):
         src, dtype, device, stream = _device_view(tensor)
         dst = src if output is tensor and _shares_memory(src, tensor) else _torch.empty_like(src)
         h = _riseml.device_broadcast_async(src.data_ptr(), dst.data_ptr(), list(src.shape), dtype,
-                                           device, stream, root_rank, name)
+                                           device, stream, root, name, set_id)
         _handles[h] = (output, dst, src)
         return h
     src, src_cpu, dtype = _cpu_view(tensor)
-    if output is tensor and _shares_memory(src_cpu, tensor):
-        dst, dst_cpu = src, src_cpu
-    else:
-        dst_cpu = _torch.empty_like(src_cpu)
-        dst = dst_cpu.view(_torch.int16).numpy() if dtype else dst_cpu.numpy()
-    h = _riseml.broadcast_async(src, dst, root_rank, name, dtype)
+    dst, dst_cpu = _out_cpu(src_cpu, dtype, output, tensor)
+    h = _riseml.broadcast_async(src, src if dst is None else dst, root, name, dtype, set_id)
     _handles[h] = (output, dst_cpu)
     return h
 
 
-def broadcast_async(tensor, root_rank, name=None):
+def broadcast_async(tensor, root_rank, name=None, process_set=global_process_set):
     return _broadcast_into(tensor, _torch.empty_like(tensor), root_rank,
-                           _common._name("broadcast", name))
+                           _common._name("broadcast", name, process_set), process_set)
 
 
-def broadcast_async_(tensor, root_rank, name=None):
-    return _broadcast_into(tensor, tensor, root_rank, _common._name("broadcast", name))
+def broadcast_async_(tensor, root_rank, name=None, process_set=global_process_set):
+    return _broadcast_into(tensor, tensor, root_rank, _common._name("broadcast", name, process_set),
+                           process_set)
 
 
 class _BroadcastFunction(_torch.autograd.Function):
-    """broadcast with a gradient: the root gets the sum of the output gradients, others 0."""
+    """broadcast with a gradient: the root gets the average of the output gradients, the
+    others zeros (as Horovod)."""
 
     @staticmethod
-    def forward(ctx, tensor, root_rank, name):
-        ctx.root_rank = root_rank
-        return synchronize(broadcast_async(tensor, root_rank, name))
+    def forward(ctx, tensor, root_rank, name, process_set):
+        ctx.root_rank, ctx.process_set = root_rank, process_set
+        return synchronize(broadcast_async(tensor, root_rank, name, process_set))
 
     @staticmethod
     def backward(ctx, grad_output):
-        grad = synchronize(allreduce_async(grad_output, None, None, Sum))
+        grad = synchronize(allreduce_async(grad_output.contiguous(), None, None, Average,
+                                           process_set=ctx.process_set))
         if rank() != ctx.root_rank:
             grad = grad * 0
-        return grad, None, None
+        return grad, None, None, None
 
 
-def broadcast(tensor, root_rank, name=None):
+def broadcast(tensor, root_rank, name=None, process_set=global_process_set):
     """A new tensor: `root_rank`'s tensor, on every rank. Differentiable."""
     if _differentiable(tensor):
-        return _BroadcastFunction.apply(tensor, root_rank, _common._name("broadcast", name))
-    return synchronize(broadcast_async(tensor, root_rank, name))
+        name = _common._name("broadcast", name, process_set)
+        return _BroadcastFunction.apply(tensor, root_rank, name,
+                                        process_set)
+    return synchronize(broadcast_async(tensor, root_rank, name, process_set))
 
 
-def broadcast_(tensor, root_rank, name=None):
-    return synchronize(broadcast_async_(tensor, root_rank, name))
+def broadcast_(tensor, root_rank, name=None, process_set=global_process_set):
+    return synchronize(broadcast_async_(tensor, root_rank, name, process_set))
 
+
+# ------------------------------------------------------------------------------------ alltoall
+
+def _splits_of(splits):
+    """The splits as a list of ints; they must be integers (Horovod: int32)."""
+    if splits is None:
+        return []
+    if isinstance(splits, _torch.Tensor):
+        if splits.dtype not in (_torch.int32, _torch.int64):
+            raise ValueError("riseml: alltoall splits must be a tensor of int32, not %s"
+                             % splits.dtype)
+        if splits.dim() != 1:
+            raise ValueError("riseml: alltoall splits must be one-dimensional")
+        return [int(v) for v in splits.cpu().tolist()]
+    return _common._splits_list(splits)
+
+
+def alltoall_async(tensor, splits=None, name=None, process_set=global_process_set):
+    """Starts an alltoall; synchronize(handle) returns (output, received_splits)."""
+    set_id = _check_process_set(process_set)
+    src, src_cpu, dtype = _cpu_view(tensor)
+    name = _common._name("alltoall", name, process_set)
+    h = _riseml.alltoall_async(src, _splits_of(splits), name, dtype,
+                               set_id)
+    _handles[h] = ("alltoall", tensor)
+    return h
+
+
+class _AlltoallFunction(_torch.autograd.Function):
+    """alltoall with a gradient: the output gradients sent back the way they came."""
+
+    @staticmethod
+    def forward(ctx, tensor, splits, name, process_set):
+        ctx.process_set = process_set
+        output, received = synchronize(alltoall_async(tensor, splits, name, process_set))
+        ctx.received = received
+        return output, received
+
+    @staticmethod
+    def backward(ctx, grad_output, grad_received):
+        del grad_received
+        grad, _ = synchronize(alltoall_async(grad_output.contiguous(), ctx.received, None,
+                                             ctx.process_set))
+        return grad, None, None, None
+
+
+def alltoall(tensor, splits=None, name=None, process_set=global_process_set):
+    """Sends splits[r] rows of the first dimension to rank r (default: an equal split) and
+    returns the rows received from every rank in rank order; with `splits`, also the rows
+    received per rank (int32). Differentiable."""
+    name = _common._name("alltoall", name, process_set)
+    if _differentiable(tensor):
+        output, received = _AlltoallFunction.apply(tensor, splits, name, process_set)
+    else:
+        output, received = synchronize(alltoall_async(tensor, splits, name, process_set))
+    return output if splits is None else (output, received)
+
+
+# ------------------------------------------------------------------------------- reducescatter
+
+def _scatter_op(op):
+    op = Average if op is None else op
+    if op == Adasum:
+        raise ValueError("riseml: reducescatter does not support op=Adasum")
+    return op
+
+
+def grouped_reducescatter_async(tensors, name=None, op=None, prescale_factor=1.0,
+                                postscale_factor=1.0, process_set=global_process_set):
+    """Starts a reducescatter of each tensor, as one operation."""
+    op = _scatter_op(op)
+    set_id = _check_process_set(process_set)
+    ps = process_set if process_set is not None else global_process_set
+    members, me = ps.size(), ps.rank()
+    views = [_cpu_view(t) for t in tensors]
+    dtypes = {v[2] for v in views}
+    if len(dtypes) > 1 or len({t.dtype for t in tensors}) > 1:
+        raise ValueError("riseml: grouped_reducescatter needs tensors of one dtype")
+    srcs, dsts, dst_cpus = [], [], []
+    for src, src_cpu, dtype in views:
+        if src_cpu.dim() == 0:
+            raise ValueError("riseml: reducescatter needs at least one dimension, got a scalar")
+        rows = _riseml.reducescatter_rows(src_cpu.shape[0], members, me)
+        dst_cpu = _torch.empty((rows,) + tuple(src_cpu.shape[1:]), dtype=src_cpu.dtype)
+        srcs.append(src)
+        dsts.append(_numpy_of(dst_cpu, dtype))
+        dst_cpus.append(dst_cpu)
+    name = _common._name("reducescatter", name, process_set)
+    h = _riseml.reducescatter_async(srcs, dsts, name, op,
+                                    prescale_factor, postscale_factor,
+                                    dtypes.pop() if dtypes else "", set_id)
+    _handles[h] = ("reducescatter", (list(tensors), dst_cpus))
+    return h
+
+
+def reducescatter_async(tensor, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
+                        process_set=global_process_set):
+    h = grouped_reducescatter_async([tensor], name, op, prescale_factor, postscale_factor,
+                                    process_set)
+    kind, (tensors, dst_cpus) = _handles[h]
+    _handles[h] = ("reducescatter-one", (tensors, dst_cpus))
+    return h
+
+
+class _ReducescatterFunction(_torch.autograd.Function):
+    """reducescatter with gradients, as Horovod: the output gradients gathered, times the set's
+    size for Sum (Average: as gathered)."""
+
+    @staticmethod
+    def forward(ctx, name, op, prescale_factor, postscale_factor, process_set, *tensors):
+        ctx.op, ctx.process_set = op, process_set
+        return tuple(synchronize(grouped_reducescatter_async(
+            list(tensors), name, op, prescale_factor, postscale_factor, process_set)))
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        grads = synchronize(grouped_allgather_async([g.contiguous() for g in grad_outputs],
+                                                    None, ctx.process_set))
+        if ctx.op == Sum:
+            members = (ctx.process_set or global_process_set).size()
+            grads = [g * members for g in grads]
+        return (None, None, None, None, None) + tuple(grads)
+
+
+def grouped_reducescatter(tensors, name=None, compression=Compression.none, op=None,
+                          prescale_factor=1.0, postscale_factor=1.0,
+                          process_set=global_process_set):
+    """reducescatter of each tensor, as one operation. Differentiable."""
+    op = _scatter_op(op)
+    name = _common._name("grouped_reducescatter", name, process_set)
+    pairs = [compression.compress(t) for t in tensors]
+    compressed = [p[0] for p in pairs]
+    if any(_differentiable(t) for t in compressed):
+        outs = _ReducescatterFunction.apply(name, op, prescale_factor, postscale_factor,
+                                            process_set, *compressed)
+    else:
+        outs = synchronize(grouped_reducescatter_async(compressed, name, op, prescale_factor,
+                                                       postscale_factor, process_set))
+    return [compression.decompress(o, p[1]) for o, p in zip(outs, pairs)]
+
+
+def reducescatter(tensor, name=None, compression=Compression.none, op=None,
+                  prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set):
+    """Reduces `tensor` over the ranks (default: average) and returns this rank's rows of the
+    first dimension: the rows are dealt in rank order, the first rows % size ranks getting one
+    more. Differentiable."""
+    return grouped_reducescatter([tensor], name, compression, op, prescale_factor,
+                                 postscale_factor, process_set)[0]
+
+
+# --------------------------------------------------------------------------------- synchronize
 
 def _deliver(output, cpu):
     if not _shares_memory(output, cpu):
@@ -345,8 +668,18 @@ def _deliver(output, cpu):
     return output
 
 
+def _from_engine(array, like):
+    """A tensor on `like`'s device from an engine result array."""
+    result = _torch.from_numpy(array)
+    if like.dtype == _torch.bfloat16:
+        result = result.view(_torch.bfloat16)
+    return result.to(like.device)
+
+
 def synchronize(handle):
     """Waits (releasing the GIL) and returns the operation's output tensor(s)."""
+    if isinstance(handle, _SparseHandle):
+        return handle()
     try:
         gathered = _riseml.synchronize(handle)
     finally:
@@ -354,22 +687,37 @@ def synchronize(handle):
     if entry is None:
         return None
     output, cpu = entry[0], entry[1]
-    if isinstance(output, str) and output == "allgather-gpu":
-        # `gathered` is the shape; the rows wait in the engine's device buffer. The copy runs
-        # on torch's stream, after whatever made the allocation free.
-        try:
-            result = _torch.empty(gathered, dtype=cpu.dtype, device=cpu.device)
-        except BaseException:
-            _riseml.copy_device_result(handle, 0)  # drop it
-            raise
-        _riseml.copy_device_result(handle, result.data_ptr(),
-                                   _torch.cuda.current_stream(cpu.device).cuda_stream)
-        return result
-    if isinstance(output, str):  # allgather
-        result = _torch.from_numpy(gathered)
-        if cpu.dtype == _torch.bfloat16:
-            result = result.view(_torch.bfloat16)
-        return result.to(cpu.device)
+    if isinstance(output, str):
+        if output == "allgather-gpu":
+            # `gathered` is the shape; the rows wait in the engine's device buffer. The copy
+            # runs on torch's stream, after whatever made the allocation free.
+            try:
+                result = _torch.empty(gathered, dtype=cpu.dtype, device=cpu.device)
+            except BaseException:
+                _riseml.copy_device_result(handle, 0)  # drop it
+                raise
+            _riseml.copy_device_result(handle, result.data_ptr(),
+                                       _torch.cuda.current_stream(cpu.device).cuda_stream)
+            return result
+        if output == "allgather":
+            return _from_engine(gathered, cpu)
+        if output == "grouped_allgather":
+            return [_from_engine(a, t) for a, t in zip(gathered, cpu)]
+        if output == "alltoall":
+            array, received = gathered
+            return (_from_engine(array, cpu),
+                    _torch.tensor(received, dtype=_torch.int32))
+        if output in ("reducescatter", "reducescatter-one"):
+            tensors, dst_cpus = cpu
+            outs = [d.to(t.device) for d, t in zip(dst_cpus, tensors)]
+            return outs[0] if output == "reducescatter-one" else outs
     if isinstance(output, list):
         return [_deliver(o, c) for o, c in zip(output, cpu)]
     return _deliver(output, cpu)
+
+
+def poll(handle):
+    """True once the operation completed (never blocks)."""
+    if isinstance(handle, _SparseHandle):
+        return True
+    return _riseml.poll(handle)

@@ -15,11 +15,13 @@ from riseml.torch.compression import Compression
 
 class _DistributedOptimizer(torch.optim.Optimizer):
     def __init__(self, params, named_parameters, compression, backward_passes_per_step, op,
-                 gradient_predivide_factor):
+                 gradient_predivide_factor, sparse_as_dense, process_set):
         super(self.__class__, self).__init__(params)
-        from riseml import Average, Sum
-        if op not in (Average, Sum):
-            raise ValueError("riseml: DistributedOptimizer supports op=Average or op=Sum")
+        from riseml import Adasum, Average, Sum
+        if op not in (Average, Sum, Adasum):
+            raise ValueError("riseml: DistributedOptimizer supports op=Average, Sum or Adasum")
+        self._sparse_as_dense = sparse_as_dense
+        self._process_set = process_set
         if gradient_predivide_factor != 1.0 and op != Average:
             raise ValueError("riseml: gradient_predivide_factor needs op=Average")
         if backward_passes_per_step < 1:
@@ -67,14 +69,22 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         for p in self._params():
             self._requires_update.add(p)
             self._allreduce_delay[p] = self.backward_passes_per_step
+            # Zeros until the first backward, as Horovod: state can be broadcast at once.
             p.grad = p.data.new(p.size()).zero_()
             p_tmp = p.expand_as(p)
             grad_acc = p_tmp.grad_fn.next_functions[0][0]
             grad_acc.register_hook(self._make_hook(p))
             self._grad_accs.append(grad_acc)
 
+    def _included(self):
+        """Ranks outside the optimizer's process set reduce nothing (Horovod's rule): their
+        step() uses their own gradients."""
+        return self._process_set is None or self._process_set.included()
+
     def _make_hook(self, p):
         def hook(*ignore):
+            if not self._included():
+                return
             if p in self._handles and self._handles[p][0] is not None:
                 if self._allreduce_delay[p] <= 0:
                     raise AssertionError(
@@ -89,10 +99,19 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         return hook
 
     def _allreduce_grad_async(self, p):
-        from riseml.torch import allreduce_async_
+        from riseml.torch import allreduce_async_, sparse_allreduce_async
         if p.grad is None:  # not computed here but maybe elsewhere: submit zeros
             p.grad = p.data.new(p.size()).zero_()
-        compressed, ctx = self._compression.compress(p.grad)
+        name = self._parameter_names.get(id(p))
+        grad, layout = p.grad, "dense"
+        if grad.is_sparse:
+            if not self._sparse_as_dense:
+                # Gathered, not reduced: the result replaces the gradient in synchronize().
+                handle = sparse_allreduce_async(grad, name, self._op, self._process_set)
+                return handle, (None, None, "sparse")
+            # Reduced as a dense copy, given back sparse (optimizers like SparseAdam want it).
+            grad, layout = grad.to_dense(), "sparse_as_dense"
+        compressed, ctx = self._compression.compress(grad)
         if self._op == _common.Average:
             # The engine divides by size() for Average; the predivide factor is split over
             # prescale and postscale, as in Horovod.
@@ -100,22 +119,32 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             postscale = self._gradient_predivide_factor
         else:
             prescale = postscale = 1.0
-        handle = allreduce_async_(compressed, name=self._parameter_names.get(id(p)), op=self._op,
-                                  prescale_factor=prescale, postscale_factor=postscale)
-        return handle, (ctx, compressed)
+        handle = allreduce_async_(compressed, name=name, op=self._op,
+                                  prescale_factor=prescale, postscale_factor=postscale,
+                                  process_set=self._process_set)
+        return handle, (ctx, compressed, layout)
 
     def synchronize(self):
         """Waits for every gradient's allreduce (submitting those whose hook did not fire)."""
         from riseml.torch import synchronize
+        if not self._included():
+            self._synchronized = True
+            return
         for p in self._requires_update - set(self._handles):
             self._handles[p] = self._allreduce_grad_async(p)
         for p, (handle, ctx) in list(self._handles.items()):
             if handle is None:
                 self._handles[p] = self._allreduce_grad_async(p)
-        for p, (handle, (ctx, compressed)) in self._handles.items():
+        for p, (handle, (ctx, compressed, layout)) in self._handles.items():
             output = synchronize(handle)
             self._allreduce_delay[p] = self.backward_passes_per_step
+            if layout == "sparse":  # a sparse gradient's gathered sum
+                p.grad = output
+                continue
             result = self._compression.decompress(output, ctx)
+            if layout == "sparse_as_dense":
+                p.grad = result.to_sparse()
+                continue
             if result.data_ptr() != p.grad.data_ptr():
                 with torch.no_grad():
                     p.grad.copy_(result)
@@ -140,30 +169,45 @@ class _DistributedOptimizer(torch.optim.Optimizer):
     def step(self, closure=None):
         if self._should_synchronize:
             if self._synchronized:
-                warnings.warn("riseml: optimizer.step() called after optimizer.synchronize() "
-                              "without skip_synchronize(): gradients are reduced twice")
+                # Horovod's wording, which scripts and tests match on.
+                warnings.warn("optimizer.step() called without optimizer.skip_synchronize() "
+                              "context after optimizer.synchronize(). This can cause training "
+                              "slowdown. You may want to consider using "
+                              "optimizer.skip_synchronize() context if you use "
+                              "optimizer.synchronize() in your code.")
             self.synchronize()
         self._synchronized = False
         return super(self.__class__, self).step(closure)
 
-    def zero_grad(self, set_to_none=False):
+    def zero_grad(self, set_to_none=True):
+        """Drops the gradients (torch 2's default, which Horovod's scripts see): a sparse
+        layer's next gradient then stays sparse instead of landing in a dense zero tensor."""
         if self._handles:
             raise AssertionError("riseml: zero_grad() called while gradients are being reduced;"
                                  " call step() or synchronize() first")
-        # Keep the gradient tensors (the hooks reduce them in place).
-        return super(self.__class__, self).zero_grad(set_to_none=False)
+        return super(self.__class__, self).zero_grad(set_to_none=set_to_none)
 
 
 def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none,
-                         backward_passes_per_step=1, op=None, gradient_predivide_factor=1.0):
-    """Wraps `optimizer` so gradients are averaged (op=Average, default) or summed over the
-    ranks before each step. Returns an instance of a subclass of optimizer's class."""
+                         backward_passes_per_step=1, op=None, gradient_predivide_factor=1.0,
+                         num_groups=0, groups=None, sparse_as_dense=False,
+                         process_set=_common.global_process_set):
+    """Wraps `optimizer` so gradients are averaged (op=Average, default), summed (Sum) or
+    combined by adaptive summation (Adasum) over the ranks of `process_set` before each step.
+    Sparse gradients are gathered (Horovod's way) unless sparse_as_dense. `num_groups` and
+    `groups` (Horovod's grouping of allreduces) are accepted: the engine fuses by itself.
+    Returns an instance of a subclass of optimizer's class."""
     if op is None:
         op = _common.Average
+    if num_groups and groups:
+        raise ValueError("riseml: pass num_groups or groups, not both")
+    if groups is not None and not isinstance(groups, (int, list, tuple)):
+        raise ValueError("riseml: groups must be an int or a list of lists of parameters")
     cls = type(optimizer.__class__.__name__, (optimizer.__class__,),
                dict(_DistributedOptimizer.__dict__))
     wrapped = cls(optimizer.param_groups, named_parameters, compression,
-                  backward_passes_per_step, op, gradient_predivide_factor)
+                  backward_passes_per_step, op, gradient_predivide_factor, sparse_as_dense,
+                  process_set)
     # Keep what the optimizer has accumulated (momenta, loaded checkpoints): Optimizer.__init__
     # started the wrapper with an empty state.
     wrapped.state = optimizer.state

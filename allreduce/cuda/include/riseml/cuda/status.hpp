@@ -9,6 +9,9 @@ namespace riseml::cuda {
 // True when riseml_cuda was built with CUDA and NCCL (RISEML_CUDA on).
 bool built_with_cuda();
 
+// The NCCL library's version code (e.g. 22809 for 2.28.9); 0 in a build without NCCL.
+int nccl_version();
+
 // True when built with CUDA and at least one CUDA device is usable now.
 bool available();
 

@@ -14,10 +14,17 @@
 
 namespace riseml::engine {
 
-enum class OpKind : std::uint8_t { allreduce, broadcast, allgather, barrier, join };
+enum class OpKind : std::uint8_t {
+  allreduce, broadcast, allgather, barrier, join, reducescatter, alltoall
+};
 
-// One tensor of a request. `input` may equal `output` (in place). allgather: `output` is unused
-// (the engine allocates the result, see Handle::allgather_output). barrier/join: no tensors.
+// The rows of a reducescatter's first dimension that `rank` of `size` receives: the rows are
+// dealt in rank order, the first rows % size ranks getting one more (Horovod's split).
+std::int64_t reducescatter_rows(std::int64_t rows, int size, int rank);
+
+// One tensor of a request. `input` may equal `output` (in place). allgather and alltoall:
+// `output` is unused (the engine allocates the results, see Handle::output). reducescatter:
+// `output` holds reducescatter_rows(...) rows of this rank. barrier/join: no tensors.
 struct TensorArg {
   const void* input = nullptr;
   void* output = nullptr;
@@ -33,12 +40,19 @@ struct Request {
   // and join (the engine names them).
   std::string name;
   DataType dtype = DataType::float32;
-  ReduceOp op = ReduceOp::sum;  // allreduce
-  double prescale = 1.0;        // allreduce, floating point types only: input * prescale
-  double postscale = 1.0;       // allreduce, floating point types only: result * postscale
+  ReduceOp op = ReduceOp::sum;  // allreduce, reducescatter
+  // allreduce: adaptive summation (Horovod's op=Adasum) instead of `op`; floating point only.
+  bool adasum = false;
+  // allreduce, reducescatter: input * prescale, result * postscale (integers: computed in
+  // double and truncated toward zero, as Horovod does).
+  double prescale = 1.0;
+  double postscale = 1.0;
   int root = 0;                 // broadcast
-  // allreduce: one or more (a grouped allreduce is ready, and completes, as one);
-  // broadcast and allgather: exactly one.
+  // alltoall: rows of the first dimension sent to each rank, in rank order (size() entries
+  // summing to the first dimension); empty: an equal split (the first dimension must divide).
+  std::vector<std::int64_t> splits;
+  // allreduce, allgather, reducescatter: one or more (a grouped operation is ready, and
+  // completes, as one); broadcast and alltoall: exactly one.
   std::vector<TensorArg> tensors;
   // Device tensors: the cudaStream_t the caller (the framework) wrote them on; the engine's work
   // is ordered after what that stream holds at enqueue() (an event). nullptr: the legacy
@@ -69,6 +83,13 @@ class Handle {
   void copy_allgather_output(void* dst, void* stream = nullptr) const;
   std::size_t allgather_output_bytes() const;
   const std::vector<std::int64_t>& output_shape() const;
+  // allgather (one result per tensor of the request) and alltoall (one): the engine's result
+  // buffers in host memory and their shapes.
+  std::size_t output_count() const;
+  const std::vector<std::byte>& output(std::size_t i) const;
+  const std::vector<std::int64_t>& output_shape(std::size_t i) const;
+  // alltoall: the rows received from each rank.
+  const std::vector<std::int64_t>& received_splits() const;
   // join: the last rank that joined.
   int join_result() const;
 
@@ -106,13 +127,21 @@ class Engine {
                    DataType dtype);
   Handle barrier();
   // This rank has no more tensors: until every rank has joined, other ranks' allreduces go on
-  // with zeros from this rank (allgathers with no rows from it). Completes when all ranks have
-  // joined; Handle::join_result() is the last rank that joined.
+  // with zeros from this rank; a broadcast, allgather, reducescatter or alltoall fails on every
+  // rank that submitted it (as in Horovod). Completes when all ranks have joined;
+  // Handle::join_result() is the last rank that joined.
   Handle join();
 
   // Stops the engine on every rank at the next cycle (any rank may call it): requests still
   // pending fail with ErrorKind::aborted. Idempotent; blocks until the engine thread ended.
   void shutdown();
+
+  // Starts writing the timeline to `path` (rank 0 writes it; other ranks ignore the call), or
+  // stops it and closes the file; either takes effect at the engine's next cycle, and a
+  // running timeline is closed first. Throws CollectiveError(system) when the file cannot be
+  // created.
+  void start_timeline(const std::string& path);
+  void stop_timeline();
 
   // Set once the engine failed (a collective failed on every rank) or shut down.
   bool stopped() const;

@@ -1,0 +1,36 @@
+// A rendezvous for a subset of a job's ranks (a process set), served by the job's own
+// rendezvous: no new bootstrap. Member i of the subset is job rank ranks[i]; keys are the
+// parent's, so give the sub-communicator its own CommunicatorOptions::rendezvous_prefix.
+// The parent's fences are job-wide: while the members build a Communicator over this
+// rendezvous, every other rank of the job calls Communicator::stand_by on the parent.
+#pragma once
+
+#include <riseml/rendezvous.hpp>
+
+#include <vector>
+
+namespace riseml {
+
+class SubsetRendezvous : public Rendezvous {
+ public:
+  // `ranks`: sorted, distinct job ranks that include parent.rank(). Throws
+  // RendezvousError otherwise. `parent` must outlive this object.
+  SubsetRendezvous(Rendezvous& parent, std::vector<int> ranks);
+
+  int rank() const override { return index_; }
+  int size() const override { return static_cast<int>(ranks_.size()); }
+  void put(std::string_view key, const std::vector<std::byte>& value) override;
+  void fence(std::chrono::milliseconds timeout) override;
+  std::vector<std::byte> get(int rank, std::string_view key,
+                             std::chrono::milliseconds timeout) override;
+  std::vector<std::byte> job_secret() override;
+
+  const std::vector<int>& ranks() const { return ranks_; }
+
+ private:
+  Rendezvous& parent_;
+  std::vector<int> ranks_;
+  int index_ = -1;
+};
+
+}  // namespace riseml
