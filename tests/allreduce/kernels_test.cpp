@@ -173,17 +173,17 @@ TEST(HalfFloat, SixteenBitSumsAccumulateInFloat32) {
   }
 }
 
-// Integers round down (floor division, as Python's // and torch.floor_divide).
-TEST(ReduceKernels, DivideFloorsIntegersAndRoundsHalfFloats) {
+// Integers truncate toward zero, as Horovod (its tests: torch.div(..., rounding_mode='trunc')).
+TEST(ReduceKernels, DivideTruncatesIntegersAndRoundsHalfFloats) {
   std::int32_t ints[4] = {7, -7, 9, -8};
   kernels::divide(DataType::int32, ints, 4, 2);
   EXPECT_EQ(ints[0], 3);
-  EXPECT_EQ(ints[1], -4);
+  EXPECT_EQ(ints[1], -3);
   EXPECT_EQ(ints[2], 4);
   EXPECT_EQ(ints[3], -4);
   std::int64_t big[2] = {-75, 75};
   kernels::divide(DataType::int64, big, 2, 2);
-  EXPECT_EQ(big[0], -38);
+  EXPECT_EQ(big[0], -37);
   EXPECT_EQ(big[1], 37);
   std::uint16_t h = kernels::float_to_float16(3.0f);
   kernels::divide(DataType::float16, &h, 1, 2);

@@ -1,7 +1,7 @@
 // Test data whose reductions are exact in every type (small integers, powers of two), and a
 // scalar reference that computes them the way the issue specifies: integers wrap, 16-bit
-// floats are accumulated exactly and rounded once, average divides the sum (integers round
-// down, as floor division), bool is or (sum,
+// floats are accumulated exactly and rounded once, average divides the sum (integers
+// truncate), bool is or (sum,
 // max) and and (product, min) and has no average.
 #pragma once
 
@@ -15,12 +15,6 @@
 #include "kernels/reduce_kernels.hpp"
 
 namespace riseml::test {
-
-// Integer average: the sum divided by the ranks, rounded down (floor), as Python's //.
-inline std::int64_t floor_div(std::int64_t v, std::int64_t d) {
-  const std::int64_t q = v / d;
-  return (v % d != 0 && v < 0) ? q - 1 : q;
-}
 
 inline double test_value(ReduceOp op, DataType t, int rank, std::size_t i) {
   const long r = rank;
@@ -99,10 +93,10 @@ inline std::vector<std::byte> expected_result(ReduceOp op, DataType t, int n, st
       std::int64_t result = (op == ReduceOp::min || op == ReduceOp::max) ? best : static_cast<std::int64_t>(acc);
       if (t == DataType::int32) {
         std::int32_t x = static_cast<std::int32_t>(static_cast<std::uint32_t>(result));
-        if (op == ReduceOp::average) x = static_cast<std::int32_t>(floor_div(x, n));
+        if (op == ReduceOp::average) x = static_cast<std::int32_t>(x / n);
         std::memcpy(v.data() + i * 4, &x, 4);
       } else if (t == DataType::int64) {
-        if (op == ReduceOp::average) result = floor_div(result, n);
+        if (op == ReduceOp::average) result /= n;
         std::memcpy(v.data() + i * 8, &result, 8);
       } else if (t == DataType::int16 || t == DataType::int8) {
         // Average rounds as the wider integers do (the kernels test pins that rule down).

@@ -90,7 +90,7 @@ class Communicator {
   // out[i] = in[i] of rank 0 (op) ... (op) in[i] of rank size-1; in == out is allowed.
   // float16/bfloat16: each step adds in float32 and rounds to nearest even (HalfReduce::wire,
   // the default), or all is accumulated in float32 and rounded once (HalfReduce::float32).
-  // Average divides the sum by size (integers: rounded down). Integer sums and products wrap.
+  // Average divides the sum by size (integers: truncating, as Horovod). Integer sums and products wrap.
   // Every rank ends with bit-identical results; a repeated call gives the same bits.
   void allreduce(const void* in, void* out, std::size_t count, DataType type, ReduceOp op,
                  Algorithm algorithm = Algorithm::automatic);

@@ -258,15 +258,10 @@ Isa detect_isa() {
 template <class T>
 void divide_loop(T* p, std::size_t n, int divisor) {
   if constexpr (std::is_integral_v<T>) {
-    // In 64 bits: a uint8 divisor would wrap to 0 at 256 ranks. Rounded down (floor), as
-    // Python's // and torch.floor_divide, which Horovod's tests compare against.
+    // In 64 bits: a uint8 divisor would wrap to 0 at 256 ranks. Truncated toward zero, as
+    // Horovod does (its tests compare with torch.div(..., rounding_mode='trunc')).
     const long long d = divisor;
-    for (std::size_t i = 0; i < n; ++i) {
-      const long long v = static_cast<long long>(p[i]);
-      long long q = v / d;
-      if (v % d != 0 && v < 0) --q;
-      p[i] = static_cast<T>(q);
-    }
+    for (std::size_t i = 0; i < n; ++i) p[i] = static_cast<T>(static_cast<long long>(p[i]) / d);
   } else {
     const T d = static_cast<T>(divisor);
     for (std::size_t i = 0; i < n; ++i) p[i] = static_cast<T>(p[i] / d);

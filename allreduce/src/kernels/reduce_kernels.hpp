@@ -26,7 +26,7 @@ void reduce(DataType type, ReduceOp op, void* out, const void* a, const void* b,
 void reduce(Isa isa, DataType type, ReduceOp op, void* out, const void* a, const void* b,
             std::size_t count);
 
-// buffer[i] /= divisor (integers round down, as floor division; 16-bit floats in float32, rounded once). bool has
+// buffer[i] /= divisor (integers truncate, as Horovod; 16-bit floats in float32, rounded once). bool has
 // no average: std::invalid_argument (the communicator refuses it before).
 void divide(DataType type, void* buffer, std::size_t count, int divisor);
 

@@ -195,7 +195,8 @@ std::int64_t reducescatter_async(std::vector<py::array> ins, std::vector<py::arr
   if (ins.empty() || ins.size() != outs.size())
     throw py::value_error("riseml: reducescatter needs equally many (>0) inputs and outputs");
   if (op == kAdasum)
-    throw py::value_error("riseml: reducescatter does not support op=Adasum (Horovod neither)");
+    throw CollectiveError(ErrorKind::invalid_argument,
+                          "riseml: reducescatter does not support op=Adasum (Horovod neither)");
   engine::Request r;
   r.kind = engine::OpKind::reducescatter;
   r.name = name;

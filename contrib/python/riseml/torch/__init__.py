@@ -571,8 +571,8 @@ def alltoall(tensor, splits=None, name=None, process_set=global_process_set):
 
 def _scatter_op(op):
     op = Average if op is None else op
-    if op == Adasum:
-        raise ValueError("riseml: reducescatter does not support op=Adasum")
+    if op == Adasum:  # a ValueError that is also a RuntimeError, as Horovod's tests expect
+        raise RisemlValueError("riseml: reducescatter does not support op=Adasum")
     return op
 
 
