@@ -56,13 +56,15 @@ void run_and_check(Communicator& comm, std::span<const std::size_t> counts, Data
       std::accumulate(counts.begin(), counts.begin() + me, std::size_t{0});
   const std::size_t mine = counts[static_cast<std::size_t>(me)];
   auto in = test::make_input(op, t, me, total);
-  std::vector<std::byte> out(mine * es + 2, std::byte{0xee});
+  // Guard bytes on both sides; the block itself stays aligned for its type (8 bytes in).
+  constexpr std::size_t kGuard = 8;
+  std::vector<std::byte> out(mine * es + 2 * kGuard, std::byte{0xee});
   const std::string label = what + " " + std::string(to_string(t)) + " " +
                             std::string(to_string(op)) + " ranks " + std::to_string(n) +
                             " rank " + std::to_string(me) + " total " + std::to_string(total);
   if (t == DataType::boolean && op == ReduceOp::average) {
     try {
-      comm.reduce_scatterv(in.data(), out.data() + 1, counts, t, op);
+      comm.reduce_scatterv(in.data(), out.data() + kGuard, counts, t, op);
       fails.add("not refused: " + label);
     } catch (const CollectiveError& e) {
       if (e.kind() != ErrorKind::invalid_argument || std::string(e.what()).find("bool") == std::string::npos)
@@ -71,10 +73,12 @@ void run_and_check(Communicator& comm, std::span<const std::size_t> counts, Data
     return;
   }
   const auto want = test::expected_result(op, t, n, total);
-  comm.reduce_scatterv(in.data(), out.data() + 1, counts, t, op);
-  if (std::memcmp(out.data() + 1, want.data() + start * es, mine * es) != 0) fails.add("wrong: " + label);
-  if (out[0] != std::byte{0xee} || out[mine * es + 1] != std::byte{0xee})
-    fails.add("wrote outside its block: " + label);
+  comm.reduce_scatterv(in.data(), out.data() + kGuard, counts, t, op);
+  if (std::memcmp(out.data() + kGuard, want.data() + start * es, mine * es) != 0)
+    fails.add("wrong: " + label);
+  for (std::size_t k = 0; k < kGuard; ++k)
+    if (out[k] != std::byte{0xee} || out[kGuard + mine * es + k] != std::byte{0xee})
+      fails.add("wrote outside its block: " + label);
 }
 
 void expect_all_ok(const std::vector<test::RankOutcome>& outcomes, const std::string& what) {
