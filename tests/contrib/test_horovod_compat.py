@@ -303,6 +303,19 @@ def test_join_rules():
         hvd.join()
 
 
+def test_join_rule_fails_at_once_whatever_the_names():
+    # Each rank joins in turn while the others allgather under names of their own (as unnamed
+    # tensors are numbered per rank, and a rank that joined has counted fewer): the allgather
+    # fails at once on every rank instead of waiting for a name that never comes.
+    n, r = hvd.size(), hvd.rank()
+    for first in range(n):
+        if r == first:
+            hvd.join()
+            continue
+        expect_raises(RuntimeError, hvd.allgather, torch.ones(2), name="compat.join.own.%d.%d" % (first, r))
+        hvd.join()
+
+
 def test_timeline_dynamic():
     if hvd.size() > 1:
         path = hvd.broadcast_object(tempfile.mkdtemp(prefix="riseml-tl-"), 0)

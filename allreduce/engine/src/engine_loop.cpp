@@ -342,6 +342,28 @@ const TensorMeta& EngineLoop::reference(const Global& g) const {
   throw CollectiveError(ErrorKind::system, "riseml: engine: entry '" + g.name + "' has no metadata");
 }
 
+std::optional<CollectiveError> EngineLoop::check_join_rule(const Global& g) const {
+  // Horovod's rule: only allreduces go on while a rank has joined. Checked before the entry is
+  // ready, so that it fails at once on every rank that submitted it: the others may never
+  // submit the same name (unnamed tensors are numbered per rank, and the joined rank's count
+  // is behind), and waiting for them would hang.
+  const TensorMeta& ref = reference(g);
+  if (ref.kind == OpKind::allreduce || ref.kind == OpKind::barrier) return std::nullopt;
+  std::vector<int> joined;
+  for (int r = 0; r < size_; ++r) {
+    const auto ur = static_cast<std::size_t>(r);
+    if (joined_[ur] && !g.metas[ur]) joined.push_back(r);
+  }
+  if (joined.empty()) return std::nullopt;
+  return CollectiveError(ErrorKind::mismatch,
+                         "riseml: " + std::string(kind_name(ref.kind)) + " '" + g.name +
+                             "' cannot run while " + rank_list(joined) +
+                             (joined.size() == 1 ? " has" : " have") +
+                             " joined (only allreduce goes on with joined ranks, as in "
+                             "Horovod); finish it before join()",
+                         joined.front());
+}
+
 std::optional<CollectiveError> EngineLoop::check_agreement(const Global& g) const {
   const TensorMeta& ref = reference(g);
   // Compares one aspect over the ranks that submitted; on disagreement, names every value with
@@ -390,20 +412,6 @@ std::optional<CollectiveError> EngineLoop::check_agreement(const Global& g) cons
     if (auto e = aspect("root ranks", [](const TensorMeta& m) { return std::to_string(m.root); }))
       return e;
   }
-  // Horovod's rule: only allreduces go on while a rank has joined.
-  if (ref.kind != OpKind::allreduce && ref.kind != OpKind::barrier) {
-    std::vector<int> joined;
-    for (int r = 0; r < size_; ++r)
-      if (!g.metas[static_cast<std::size_t>(r)]) joined.push_back(r);
-    if (!joined.empty())
-      return CollectiveError(ErrorKind::mismatch,
-                             "riseml: " + std::string(kind_name(ref.kind)) + " '" + g.name +
-                                 "' cannot run while " + rank_list(joined) +
-                                 (joined.size() == 1 ? " has" : " have") +
-                                 " joined (only allreduce goes on with joined ranks, as in "
-                                 "Horovod); finish it before join()",
-                             joined.front());
-  }
   if (auto e = aspect("tensor counts",
                       [](const TensorMeta& m) { return std::to_string(m.shapes.size()); }))
     return e;
@@ -446,6 +454,9 @@ bool EngineLoop::cycle() {
   if (rank_ == 0) mine.stalled = std::exchange(stall_outbox_, {});
   for (const std::string& name : fresh) {
     Local* l = local(name);
+    if (l == nullptr)  // a bug, but one that fails the handles instead of the process
+      throw CollectiveError(ErrorKind::system,
+                            "riseml: engine: request '" + name + "' was gone before it was sent");
     WireEntry e;
     e.meta = meta_of(l->request);
     auto c = cache_index_.find(name);
@@ -540,6 +551,10 @@ bool EngineLoop::cycle() {
   // 5. Ready everywhere: check agreement, then run (allreduces fused first, then the others).
   std::vector<Global*> allreduces, others;
   for (auto& [seq, g] : table_) {
+    if (auto error = check_join_rule(g)) {
+      finish(g, error);
+      continue;
+    }
     if (!is_ready(g)) continue;
     if (auto error = check_agreement(g)) {
       finish(g, error);
@@ -585,7 +600,9 @@ bool EngineLoop::cycle() {
 
 void EngineLoop::finish(Global& g, const std::optional<CollectiveError>& error) {
   std::shared_ptr<HandleState> h;
-  {
+  // Only this rank's part of the entry: a request of the same name that this rank has not sent
+  // yet (still incoming) is another submission, which the next cycle negotiates on its own.
+  if (g.metas[static_cast<std::size_t>(rank_)]) {
     std::lock_guard lock(mutex_);
     auto it = in_flight_.find(g.name);
     if (it != in_flight_.end()) {

@@ -72,6 +72,7 @@ class EngineLoop {
   bool globally_idle() const;
   bool cycle();  // false: the engine stops
   bool is_ready(const Global& g) const;
+  std::optional<CollectiveError> check_join_rule(const Global& g) const;
   std::optional<CollectiveError> check_agreement(const Global& g) const;
   const TensorMeta& reference(const Global& g) const;
   void execute_allreduces(const std::vector<Global*>& entries, Clock::time_point ready_at);
