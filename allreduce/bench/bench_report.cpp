@@ -212,7 +212,7 @@ void Report::print(std::FILE* out) const {
                  ranks_, to_string(collective_), what.c_str(), o_.rounds);
   }
   for (const auto& note : notes_) std::fprintf(out, "# %s\n", note.c_str());
-  if (o_.precondition_calls > 0)
+  if (o_.precondition_calls > 0 && collective_ == BenchCollective::allreduce)
     std::fprintf(out, "# preconditioned: %d riseml allreduces of %zu bytes before the sweep\n",
                  o_.precondition_calls, o_.precondition_bytes);
   std::vector<Mode> modes;

@@ -149,6 +149,27 @@ TEST(Alltoall, LargeBlocksWrapTheSharedMemoryRings) {
   }
 }
 
+// 2 fake hosts x 2 ranks: shared memory (and single copy) inside a host, TCP across, in one
+// call; small and large blocks.
+TEST(Alltoall, SharedMemoryInsideFakeHostsTcpAcross) {
+  Failures fails;
+  auto outcomes = test::run_ranks(4, [](int r) {
+    auto o = options_for(TransportChoice::automatic);
+    o.host_key = r % 2 ? "odd" : "even";
+    return o;
+  }, [&](Communicator& comm) {
+    if (comm.describe_transports().find("tcp") == std::string::npos ||
+        comm.describe_transports().find("shm") == std::string::npos)
+      throw std::runtime_error("transports are " + comm.describe_transports());
+    for (std::size_t count : {0, 5, 70000})
+      run_and_check(comm, even_counts(4, count), DataType::float32, true, fails, "mixed");
+    for (const CountMatrix& m : uneven_counts(4, 1 << 14))
+      run_and_check(comm, m, DataType::int16, false, fails, "mixed v");
+  });
+  expect_all_ok(outcomes, "mixed");
+  for (auto& f : fails.list) ADD_FAILURE() << f;
+}
+
 TEST(Alltoallv, DisagreeingCountsFailOnEveryRankNamingBothRanksAndCounts) {
   for (TransportChoice tr : kTransports) {
     auto outcomes = test::run_ranks(4, options_for(tr, 10s), [](Communicator& comm) {

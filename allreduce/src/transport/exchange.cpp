@@ -1,5 +1,6 @@
 #include "exchange.hpp"
 
+#include <algorithm>
 #include <limits>
 #include <vector>
 
@@ -75,6 +76,58 @@ void receive_each(Context& context, const CallTag& tag, std::size_t count,
     } else {
       const Pending& p = pending[turn++ % left];
       waiter.idle(nullptr, -1, &context.link(p.peer), p.peer);
+    }
+  }
+}
+
+void exchange_all(Context& context, const CallTag& tag, std::size_t count,
+                  FunctionRef<SendSpec(std::size_t)> send, FunctionRef<RecvSpec(std::size_t)> recv) {
+  // The pending links, swapped to the end as they finish (on the stack up to 64 peers).
+  constexpr std::size_t kInline = 64;
+  int inline_peers[2 * kInline];
+  std::vector<int> heap;
+  int* sends = inline_peers;
+  if (count > kInline) {
+    heap.resize(2 * count);
+    sends = heap.data();
+  }
+  int* recvs = sends + std::max(count, kInline);
+  std::size_t sending = 0, receiving = 0;
+  for (std::size_t k = 0; k < count; ++k) {
+    const SendSpec s = send(k);
+    if (s.peer >= 0) {
+      context.link(s.peer).begin_send(tag, s.data, s.bytes);
+      sends[sending++] = s.peer;
+    }
+    const RecvSpec r = recv(k);
+    if (r.peer >= 0) {
+      context.link(r.peer).begin_recv(tag, r.bytes, r.direct, r.sink);
+      recvs[receiving++] = r.peer;
+    }
+  }
+  ProgressWaiter waiter(context, tag);
+  std::size_t turn = 0;  // whose links the waiter watches (and checks) next
+  while (sending > 0 || receiving > 0) {
+    bool moved = false;
+    for (std::size_t j = 0; j < sending;) {
+      if (context.link(sends[j]).progress_send(moved, kAll))
+        sends[j] = sends[--sending];
+      else
+        ++j;
+    }
+    for (std::size_t j = 0; j < receiving;) {
+      if (context.link(recvs[j]).progress_recv(moved))
+        recvs[j] = recvs[--receiving];
+      else
+        ++j;
+    }
+    if (moved) {
+      waiter.moved();
+    } else if (sending > 0 || receiving > 0) {
+      const int s = sending > 0 ? sends[turn % sending] : -1;
+      const int r = receiving > 0 ? recvs[turn % receiving] : -1;
+      ++turn;
+      waiter.idle(s >= 0 ? &context.link(s) : nullptr, s, r >= 0 ? &context.link(r) : nullptr, r);
     }
   }
 }

@@ -35,6 +35,15 @@ void exchange(Context& context, const CallTag& tag, const SendSpec& send, const 
 void receive_each(Context& context, const CallTag& tag, std::size_t count,
                   FunctionRef<RecvSpec(std::size_t)> recv, FunctionRef<void(std::size_t)> done);
 
+// Sends one message to and receives one from each of `count` peer slots at once (send(k) and
+// recv(k), asked once at the start; peer -1: none; each peer in at most one send and one
+// receive), progressing all of them until every one is done, in whatever order they move. A
+// linear exchange among ranks of one host: nobody waits for the peer of a step while another
+// peer could move (more ranks than cores), and sends never wait for each other, so it cannot
+// deadlock however large the messages.
+void exchange_all(Context& context, const CallTag& tag, std::size_t count,
+                  FunctionRef<SendSpec(std::size_t)> send, FunctionRef<RecvSpec(std::size_t)> recv);
+
 // One step of a pipelined stream: a message to the right and one from the left.
 struct StreamSend {
   const std::byte* data = nullptr;
