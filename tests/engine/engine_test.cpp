@@ -284,6 +284,31 @@ TEST(Engine, StallIsReportedWithTheMissingRanks) {
             std::string::npos) << warnings[0];
 }
 
+TEST(Engine, TwoStallsFailInOneCycleAndTheEngineGoesOn) {
+  // Ranks out of step (a test that failed on some ranks only): ranks 0 and 2 wait in a
+  // barrier, rank 1 in an allreduce. Both give up in the same cycle, and the engine goes on:
+  // a named collective works afterwards.
+  auto opts = [](int) {
+    EngineOptions o;
+    o.stall_check = std::chrono::milliseconds(100);
+    o.stall_shutdown = std::chrono::milliseconds(300);
+    o.warn = [](const std::string&) {};
+    return o;
+  };
+  run_engines(3, opts, [&](Engine& e, int rank) {
+    std::vector<float> x(2, 1.0f);
+    const std::string err =
+        rank == 1 ? error_of(e.allreduce("left behind", x.data(), x.data(), {2},
+                                         DataType::float32, ReduceOp::sum))
+                  : error_of(e.barrier());
+    EXPECT_NE(err.find("stall"), std::string::npos) << "rank " << rank << ": " << err;
+    EXPECT_EQ(error_of(e.allreduce("in step", x.data(), x.data(), {2}, DataType::float32,
+                                   ReduceOp::sum)),
+              "") << "rank " << rank;
+    EXPECT_EQ(x[0], 3.0f) << "rank " << rank;
+  });
+}
+
 TEST(Engine, JoinLetsOthersGoOnWithZeros) {
   // Rank 0 joins at once; ranks 1 and 2 reduce (rank 0 contributes zeros), then join. The
   // result is the rank that joined last as the engines saw it: ranks 1 and 2 each enqueue their

@@ -551,6 +551,7 @@ bool EngineLoop::cycle() {
   // 5. Ready everywhere: check agreement, then run (allreduces fused first, then the others).
   std::vector<Global*> allreduces, others;
   for (auto& [seq, g] : table_) {
+    if (g.metas.empty()) continue;  // finished above (a stall verdict)
     if (auto error = check_join_rule(g)) {
       finish(g, error);
       continue;
