@@ -73,6 +73,8 @@ class EngineLoop {
   bool cycle();  // false: the engine stops
   bool is_ready(const Global& g) const;
   std::optional<CollectiveError> check_join_rule(const Global& g) const;
+  // Whether one of `ranks` has submitted a collective other than a barrier that is pending.
+  bool busy_elsewhere(const std::vector<int>& ranks, const Global& barrier) const;
   std::optional<CollectiveError> check_agreement(const Global& g) const;
   const TensorMeta& reference(const Global& g) const;
   void execute_allreduces(const std::vector<Global*>& entries, Clock::time_point ready_at);
