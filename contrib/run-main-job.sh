@@ -2,8 +2,8 @@
 # The README's main-job command: sets up a fresh machine, builds riseml, translates the real
 # RiseML example files, then starts a one-machine Slurm cluster (three nodes in network
 # namespaces, fake GPUs, our SPANK plugin), submits the PyTorch example (riseml.torch) with
-# `riseml submit` on 2 nodes x 2 processes, follows it to the end, and prints the loss per epoch
-# and where the checkpoints went.
+# `riseml submit --follow` on 2 nodes x 2 processes (which streams its output to the end), and
+# prints the loss per epoch and where the checkpoints went.
 # RISEML_KEEP_TESTBED=1 leaves the cluster running afterwards.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -46,26 +46,22 @@ SITE
 export PATH=/usr/bin:$PATH
 export PYTHONPATH=$root/build/contrib/python:$root/contrib/python${PYTHONPATH:+:$PYTHONPATH}
 
-echo "== riseml submit $job_dir/riseml.yml  (PyTorch, 2 nodes x 2 processes, riseml.torch)"
-job_id=$("$riseml" submit --site "$job_dir/site.yml" "$job_dir/riseml.yml")
+echo "== riseml submit --follow $job_dir/riseml.yml  (PyTorch, 2 nodes x 2 processes, riseml.torch)"
+# --follow prints the job id, then the state changes (stderr) and every line of the output
+# prefixed with the experiment and rank, and exits with the job's exit status.
+rc=0
+"$riseml" submit --follow --site "$job_dir/site.yml" "$job_dir/riseml.yml" \
+  > >(tee "$job_dir/follow.out" | sed -u 's/^/   /') 2> >(sed -u 's/^/   /' >&2) || rc=$?
+sleep 1  # let tee finish
+job_id=$(head -1 "$job_dir/follow.out")
 log=$job_dir/riseml-pytorch-digits-$job_id.out
-echo "   job $job_id; following $log"
-touch "$log"
-tail -n +1 -f "$log" | sed -u 's/^/   /' &
-tail_pid=$!
-for _ in $(seq 1 600); do
-  [ -z "$(squeue -h -j "$job_id" 2>/dev/null)" ] && break
-  sleep 1
-done
-sleep 1
-kill "$tail_pid" 2>/dev/null || true
 state=$(scontrol show job "$job_id" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p' | head -1)
 echo "== job $job_id: ${state:-unknown}"
 echo "   loss per epoch:"
-grep '^epoch ' "$log" | sed 's/^/     /' || true
+grep '^0: epoch ' "$log" | sed 's/^0: /     /' || true
 echo "   checkpoints (rank 0, written atomically): $(ls -v "$job_dir"/checkpoints/ 2>/dev/null | tr '\n' ' ')"
 echo "   in $job_dir/checkpoints; resubmit to resume: $riseml submit --site $job_dir/site.yml $job_dir/riseml.yml"
-if [ "$state" != COMPLETED ] || ! grep -q '^epoch 10: ' "$log"; then
+if [ "$rc" != 0 ] || [ "$state" != COMPLETED ] || ! grep -q '^0: epoch 10: ' "$log"; then
   echo "main job: FAILED (see the log above)"
   exit 1
 fi

@@ -150,7 +150,11 @@ class ScriptWriter {
     if (auto& v = pick(&SlurmSection::mail_type)) option("--mail-type=" + *v);
     if (auto& v = pick(&SlurmSection::mail_user)) option("--mail-user=" + *v);
     if (auto& v = pick(&SlurmSection::exclusive); v && *v) option("--exclusive");
-    if (auto& v = pick(&SlurmSection::requeue)) option(*v ? "--requeue" : "--no-requeue");
+    if (auto& v = pick(&SlurmSection::requeue)) {
+      option(*v ? "--requeue" : "--no-requeue");
+      // A requeued job runs again with the same id and output file: keep the first run's.
+      if (*v) option("--open-mode=append");
+    }
     for (const auto& e : in_.site.defaults.extra_options) option(e);
     for (const auto& e : in_.job.slurm.extra_options) option(e);
     for (size_t i = 0; i < l.groups.size(); ++i) {
@@ -290,9 +294,10 @@ class ScriptWriter {
     }
     const auto& g = in_.layout.groups.front();
     const bool horovod = in_.layout.kind == JobKind::horovod;
+    // --label: each line starts with the rank ("3: "), which riseml logs turns into a prefix.
     out_ << "\n# run: one step per line, in order; the job stops at the first failure.\n";
     for (const auto& c : run_) {
-      out_ << "srun";
+      out_ << "srun --label";
       if (horovod) out_ << " --mpi=pmix";
       else out_ << " --ntasks=1";
       out_ << " --kill-on-bad-exit=1 --cpus-per-task=" << g.cpus_per_task << bind_option()
@@ -323,7 +328,7 @@ class ScriptWriter {
     }
     for (size_t i = 0; i < l.roles.size(); ++i) {
       const auto& [role, count] = l.roles[i];
-      out_ << "srun";
+      out_ << "srun --label";
       if (l.heterogeneous) {
         out_ << " --het-group=" << i << " --cpus-per-task=" << l.groups[i].cpus_per_task;
         if (l.groups[i].gpus_per_task) out_ << " --gpus-per-task=" << l.groups[i].gpus_per_task;

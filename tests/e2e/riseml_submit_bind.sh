@@ -28,7 +28,7 @@ job=$(riseml_submit_and_wait "$riseml" "$dir/site.yml" "$dir/riseml.yml")
 log=$dir/riseml-e2e-bind-$job.out
 [ -r "$log" ] || fail "no log $log; $dir holds: $(ls "$dir")"
 [ "$(job_state "$job")" = COMPLETED ] || fail "job $job ended $(job_state "$job"):"$'\n'"$(cat "$log")"
-lines=$(grep '^bound rank=' "$log" || true)
+lines=$(grep '^[0-9]*: bound rank=' "$log" || true)
 [ "$(grep -c . <<<"$lines")" -eq 4 ] || fail "want 4 'bound' lines in $log:"$'\n'"$(cat "$log")"
 # shellcheck disable=SC2013 # host names have no spaces
 for host in $(sed -n 's/.* host=\([^ ]*\) .*/\1/p' <<<"$lines" | sort -u); do
@@ -44,7 +44,7 @@ done
   fail "want RISEML_NODE_ID 0 and 1:"$'\n'"$lines"
 # Horovod's six: rank/size/local rank/local size/cross rank (= the node)/cross size (2 nodes).
 while read -r line; do
-  want=$(sed -n 's/^bound rank=\([0-9]*\) .* local=\([0-9]*\) size=2 node=\([0-9]*\) .*/\1\/4\/\2\/2\/\3\/2/p' <<<"$line")
+  want=$(sed -n 's/^[0-9]*: bound rank=\([0-9]*\) .* local=\([0-9]*\) size=2 node=\([0-9]*\) .*/\1\/4\/\2\/2\/\3\/2/p' <<<"$line")
   if [ -z "$want" ] || [[ $line != *" hvd=$want "* ]]; then
     fail "want HOROVOD_RANK/SIZE/LOCAL_RANK/LOCAL_SIZE/CROSS_RANK/CROSS_SIZE=${want:-?} in: $line"
   fi

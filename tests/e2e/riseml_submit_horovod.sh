@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # riseml submit of a Horovod-style job with a parameter sweep: 2 array tasks, each 2 nodes x 2
-# processes under srun --mpi=pmix; install once per node; {{placeholders}} filled per task.
+# processes under srun --mpi=pmix; install once per node; {{placeholders}} filled per task;
+# srun --label starts each line of a run step with its rank.
 # Arguments: the riseml binary, a scratch folder every node sees.
 # shellcheck source-path=SCRIPTDIR source=common.sh
 . "$(dirname "$0")/common.sh"
@@ -28,12 +29,12 @@ for task in 0 1; do
   log=$dir/riseml-e2e-horovod-${job}_$task.out
   [ -r "$log" ] || fail "no log $log; $dir holds: $(ls "$dir")"
   greeting=$([ $task = 0 ] && echo hello || echo hi)
-  lines=$(grep -c "^$greeting rank=" "$log" || true)
+  lines=$(grep -c "^[0-9]*: $greeting rank=" "$log" || true)
   [ "$lines" = 4 ] || fail "want 4 '$greeting' lines in $log:"$'\n'"$(cat "$log")"
   for r in 0 1 2 3; do
-    grep -q "^$greeting rank=$r size=4 pmix=$r " "$log" || fail "rank $r missing in $log:"$'\n'"$(cat "$log")"
+    grep -q "^$r: $greeting rank=$r size=4 pmix=$r " "$log" || fail "rank $r missing in $log:"$'\n'"$(cat "$log")"
   done
-  hosts=$(sed -n "s/^$greeting .* host=\([^ ]*\) .*/\1/p" "$log" | sort -u | wc -l)
+  hosts=$(sed -n "s/^[0-9]*: $greeting .* host=\([^ ]*\) .*/\1/p" "$log" | sort -u | wc -l)
   [ "$hosts" = 2 ] || fail "want ranks on 2 nodes in $log"
   installs=$(grep -c '^install on ' "$log" || true)
   [ "$installs" = 2 ] || fail "want install once on each of 2 nodes, got $installs in $log"

@@ -151,11 +151,11 @@ TEST(MappingHorovod, OneSrunPerRunLineInOrder) {
     - echo done
 )");
   EXPECT_EQ(r.sruns,
-            (Options{"srun --mpi=pmix --kill-on-bad-exit=1 --cpus-per-task=3 --riseml-bind=auto "
+            (Options{"srun --label --mpi=pmix --kill-on-bad-exit=1 --cpus-per-task=3 --riseml-bind=auto "
                      "bash -c 'python prepare.py'",
-                     "srun --mpi=pmix --kill-on-bad-exit=1 --cpus-per-task=3 --riseml-bind=auto "
+                     "srun --label --mpi=pmix --kill-on-bad-exit=1 --cpus-per-task=3 --riseml-bind=auto "
                      "bash -c 'python train.py --epochs 3'",
-                     "srun --mpi=pmix --kill-on-bad-exit=1 --cpus-per-task=3 --riseml-bind=auto "
+                     "srun --label --mpi=pmix --kill-on-bad-exit=1 --cpus-per-task=3 --riseml-bind=auto "
                      "bash -c 'echo done'"}));
 }
 
@@ -213,7 +213,7 @@ TEST(MappingSingle, OneTaskWithAllTheGpus) {
   EXPECT_TRUE(has(r.options, "--gpus-per-node=2"));
   EXPECT_TRUE(has(r.options, "--cpus-per-task=6"));
   EXPECT_TRUE(has(r.options, "--mem=4096M"));
-  EXPECT_EQ(r.sruns, Options{"srun --ntasks=1 --kill-on-bad-exit=1 --cpus-per-task=6 "
+  EXPECT_EQ(r.sruns, Options{"srun --label --ntasks=1 --kill-on-bad-exit=1 --cpus-per-task=6 "
                              "--riseml-bind=auto bash -c 'python train.py'"});
 }
 

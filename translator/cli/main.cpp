@@ -29,6 +29,9 @@ int main(int argc, char** argv) {
   submit->add_option("--site", site, "Site file (default /etc/riseml/site.yml if present)");
   submit->add_option("--sbatch", sbatch, "The sbatch program (default $RISEML_SBATCH or sbatch)");
   submit->add_flag("--dry-run", dry_run, "Print the sbatch command and script; submit nothing");
+  bool follow = false;
+  submit->add_flag("-f,--follow", follow,
+                   "Then show state changes and the output until the job ends; exit with its status");
 
   long long processes = 0, sweep_index = 0;
   bool local = false;
@@ -50,6 +53,32 @@ int main(int argc, char** argv) {
   tf->add_option("--dir", dir, "A folder every task shares (default $RISEML_TF_DIR)");
   tf->add_option("--timeout", timeout_s, "Seconds to wait for the other tasks")->capture_default_str();
 
+  // The job verbs: ID is what riseml submit printed, or ID.K for experiment K of a sweep.
+  std::string job_id;
+  bool long_form = false, all_users = false, once = false;
+  double interval_s = 5;
+  auto* status = app.add_subcommand("status", "List your riseml jobs (or one job) and their state");
+  status->add_option("id", job_id, "A job, or ID.K for one experiment of a sweep");
+  status->add_flag("-l,--long", long_form, "One row per experiment of each sweep, with its parameters");
+  status->add_flag("-a,--all", all_users, "Every user's riseml jobs, not only yours");
+
+  auto* logs = app.add_subcommand("logs", "Print a job's output, each line prefixed with experiment and rank");
+  logs->add_option("id", job_id, "A job, or ID.K for one experiment of a sweep")->required();
+  logs->add_flag("-f,--follow", follow, "Follow the output until the job ends; exit with its status");
+
+  auto* kill = app.add_subcommand("kill", "Cancel a job (a whole sweep) or one experiment ID.K");
+  kill->add_option("id", job_id, "A job, or ID.K for one experiment of a sweep")->required();
+
+  auto* monitor = app.add_subcommand("monitor", "Live CPU, memory and GPU use per node and rank");
+  monitor->add_option("id", job_id, "A job, or ID.K (default: all your running riseml jobs)");
+  monitor->add_flag("--once", once, "Print one table and exit");
+  monitor->add_option("--interval", interval_s, "Seconds between refreshes")->capture_default_str();
+
+  // Run by monitor on each node of a job (srun --overlap); not for users, so not listed.
+  auto* probe = app.add_subcommand("monitor-probe", "");
+  probe->group("");
+  probe->add_option("--job", job_id, "The job whose tasks to measure")->required();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -59,7 +88,12 @@ int main(int argc, char** argv) {
   try {
     if (*translate) return riseml::cli::translate(file, output, site);
     if (*validate) return riseml::cli::validate(file, site);
-    if (*submit) return riseml::cli::submit(file, site, sbatch, dry_run);
+    if (*submit) return riseml::cli::submit(file, site, sbatch, dry_run, follow);
+    if (*status) return riseml::cli::status(job_id, long_form, all_users);
+    if (*logs) return riseml::cli::logs(job_id, follow);
+    if (*kill) return riseml::cli::kill_job(job_id);
+    if (*monitor) return riseml::cli::monitor(job_id, once, interval_s);
+    if (*probe) return riseml::cli::monitor_probe(job_id);
     if (*run) return riseml::cli::run_local(file, site, processes, sweep_index);
     if (*tf) return riseml::cli::tf_config(role, index, roles, dir, timeout_s);
   } catch (const std::exception& e) {

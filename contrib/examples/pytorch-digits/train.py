@@ -9,6 +9,11 @@ riseml.torch, following Horovod's six steps:
   5. broadcast the initial model and optimizer state from rank 0
   6. checkpoint on rank 0 only (atomically), and resume from the last checkpoint
 
+Preemption-safe (riseml.preemption): when Slurm signals the time limit ahead (riseml.yml's
+slurm: {signal: USR1@60, requeue: true}), every rank stops after the same step, rank 0 writes
+a checkpoint of that step, the job requeues itself and the requeued run resumes at that step,
+so every epoch runs exactly once.
+
     riseml-launch -n 4 python3 train.py --epochs 5 --checkpoint-dir ckpt
     srun --mpi=pmix python3 train.py ...      (what `riseml submit` writes)
 
@@ -29,6 +34,7 @@ import torch
 import torch.nn.functional as F
 
 import riseml.torch as hvd
+from riseml.preemption import PreemptionGuard, restart_count
 
 
 def load_data(kind, seed):
@@ -54,23 +60,26 @@ def make_model(hidden):
 
 
 def latest_checkpoint(directory):
-    """(epoch, path) of the newest complete checkpoint, or (0, None)."""
-    best = (0, None)
+    """(epoch, step, path) of the newest complete checkpoint, or (0, 0, None).
+    checkpoint-E.pt: after E epochs; checkpoint-E-stepS.pt: after S more steps of epoch E+1
+    (written when the job was stopped before its time limit)."""
+    best = (0, 0, None)
     for path in glob.glob(os.path.join(directory, "checkpoint-*.pt")):
-        m = re.fullmatch(r"checkpoint-(\d+)\.pt", os.path.basename(path))
-        if m and int(m.group(1)) > best[0]:
-            best = (int(m.group(1)), path)
+        m = re.fullmatch(r"checkpoint-(\d+)(?:-step(\d+))?\.pt", os.path.basename(path))
+        if m and (int(m.group(1)), int(m.group(2) or 0)) > best[:2]:
+            best = (int(m.group(1)), int(m.group(2) or 0), path)
     return best
 
 
-def save_checkpoint(directory, epoch, model, optimizer, history):
+def save_checkpoint(directory, epoch, model, optimizer, history, step=0):
     """Rank 0 only: written to a temporary file, flushed, then renamed, so a crash never
     leaves a half-written checkpoint under the real name."""
     os.makedirs(directory, exist_ok=True)
-    final = os.path.join(directory, "checkpoint-%d.pt" % epoch)
+    name = "checkpoint-%d.pt" % epoch if step == 0 else "checkpoint-%d-step%d.pt" % (epoch, step)
+    final = os.path.join(directory, name)
     tmp = final + ".tmp.%d" % os.getpid()
     with open(tmp, "wb") as f:
-        torch.save({"epoch": epoch, "model": model.state_dict(),
+        torch.save({"epoch": epoch, "step": step, "model": model.state_dict(),
                     "optimizer": optimizer.state_dict(), "history": history}, f)
         f.flush()
         os.fsync(f.fileno())
@@ -98,10 +107,15 @@ def main():
                    help="rank 0 prints the mean time per step (all epochs but the first)")
     p.add_argument("--check-initial-weights", action="store_true",
                    help="verify that every rank starts from identical weights")
+    p.add_argument("--step-delay", type=float, default=0.0,
+                   help="sleep this long after each step (a demo job that lasts long enough "
+                        "to be preempted)")
     args = p.parse_args()
 
     # 1. Initialise: rank, size and the engine, from srun / mpirun / riseml-launch.
     hvd.init()
+    # Slurm's warning before the time limit (SIGUSR1): stop, checkpoint, requeue, resume.
+    guard = PreemptionGuard()
 
     # 2. Pin a device: the local rank's GPU, or on CPUs an equal share of the cores.
     if torch.cuda.is_available():
@@ -122,16 +136,19 @@ def main():
                                 momentum=args.momentum)
 
     # 6 (first half). Resume from the last checkpoint: rank 0 reads it, step 5 spreads it.
-    start_epoch, history = 0, []
+    start_epoch, start_step, history = 0, 0, []
     if hvd.rank() == 0 and args.checkpoint_dir:
-        epoch, path = latest_checkpoint(args.checkpoint_dir)
+        epoch, step, path = latest_checkpoint(args.checkpoint_dir)
         if path:
             state = torch.load(path, map_location=device)
             model.load_state_dict(state["model"])
             optimizer.load_state_dict(state["optimizer"])
-            start_epoch, history = state["epoch"], state["history"]
-            print("resuming from %s (epoch %d)" % (path, start_epoch), flush=True)
-    start_epoch, history = hvd.broadcast_object((start_epoch, history), root_rank=0)
+            start_epoch, start_step, history = state["epoch"], state.get("step", 0), state["history"]
+            print("resuming from %s (epoch %d%s)%s" % (
+                path, start_epoch, ", step %d" % start_step if start_step else "",
+                " after requeue %d" % restart_count() if restart_count() else ""), flush=True)
+    start_epoch, start_step, history = hvd.broadcast_object((start_epoch, start_step, history),
+                                                            root_rank=0)
 
     # 4. Wrap the optimizer: gradients are averaged over the ranks during backward().
     compression = hvd.Compression.fp16 if args.fp16_allreduce else hvd.Compression.none
@@ -156,7 +173,8 @@ def main():
         model.train()
         order = torch.randperm(len(x_train), generator=torch.Generator().manual_seed(
             args.seed * 1000 + epoch))
-        for step in range(steps_per_epoch):
+        first_step = start_step if epoch == start_epoch else 0
+        for step in range(first_step, steps_per_epoch):
             started = time.perf_counter()
             batch = order[step * global_batch:(step + 1) * global_batch]
             mine = batch[hvd.rank() * args.batch_size:(hvd.rank() + 1) * args.batch_size]
@@ -169,6 +187,18 @@ def main():
             history.append(hvd.allreduce(loss.detach(), name="loss").item())
             if epoch > start_epoch:
                 step_times.append(time.perf_counter() - started)
+            if args.step_delay:
+                time.sleep(args.step_delay)
+            # One allreduce of a flag: every rank stops after this same step.
+            if guard.should_stop():
+                if hvd.rank() == 0 and args.checkpoint_dir:
+                    save_checkpoint(args.checkpoint_dir, epoch, model, optimizer, history,
+                                    step=step + 1)
+                    print("stopping after epoch %d step %d (%s): checkpoint written" % (
+                        epoch + 1, step + 1, guard.received or "another rank's signal"),
+                        flush=True)
+                hvd.barrier()  # the checkpoint exists before anyone asks for the requeue
+                guard.requeue()
         model.eval()
         with torch.no_grad():
             correct = (model(x_test.to(device)).argmax(1) == y_test.to(device)).float().mean()
