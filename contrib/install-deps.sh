@@ -7,7 +7,7 @@ packages=(
   # build
   build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev
   # libraries
-  libyaml-cpp-dev libcli11-dev libhwloc-dev hwloc libpmix-dev libssl-dev
+  libyaml-cpp-dev libcli11-dev nlohmann-json3-dev libhwloc-dev hwloc libpmix-dev libssl-dev
   # tests and benchmarks
   googletest libgtest-dev libgmock-dev libbenchmark-dev valgrind
   # Slurm testbed
@@ -20,6 +20,8 @@ packages=(
   python3-matplotlib
   # riseml-replay workloads (allreduce/bench/workloads/generate_workloads.py)
   python3-torchvision
+  # Debian packages (contrib/packaging): dpkg-shlibdeps, man pages, lintian
+  dpkg-dev help2man lintian
   # python binding
   python3-torch python3-numpy python3-yaml pybind11-dev python3-dev python3-sklearn
 )

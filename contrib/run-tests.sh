@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The README's test command: installs what is missing, builds, and runs every test.
 #   stages: werror (build + unit/integration tests), sanitize (ASan/UBSan build + tests),
-#           fuzz (bounded libFuzzer run of the parsers), e2e (real Slurm testbed).
+#           fuzz (bounded libFuzzer run of the parsers), e2e (real Slurm testbed),
+#           packaging (the .deb packages built, linted, installed, run and purged; with e2e
+#           also selected, a job on the testbed through the installed plugin and tools).
 # RISEML_TEST_STAGES="werror sanitize" runs a subset; RISEML_FUZZ_SECONDS bounds the fuzz run.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-stages=${RISEML_TEST_STAGES:-werror sanitize fuzz e2e}
+stages=${RISEML_TEST_STAGES:-werror sanitize fuzz e2e packaging}
 jobs=${RISEML_BUILD_JOBS:-$(nproc)}
 failed=()
 
@@ -26,7 +28,7 @@ run_stage() { # name, command...
 
 stage_werror() {
   configure_and_build build &&
-    ctest --test-dir build --output-on-failure -j "$jobs" -LE e2e
+    ctest --test-dir build --output-on-failure -j "$jobs" -LE "e2e|packaging"
 }
 
 stage_sanitize() {
@@ -35,7 +37,7 @@ stage_sanitize() {
   configure_and_build build-asan -DRISEML_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug \
     -DRISEML_COMPONENTS="allreduce;translator;spank_plugin;pmix_bootstrap" &&
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-      ctest --test-dir build-asan --output-on-failure -j "$jobs" -LE "e2e|nosanitize"
+      ctest --test-dir build-asan --output-on-failure -j "$jobs" -LE "e2e|nosanitize|packaging"
 }
 
 stage_fuzz() {
@@ -71,6 +73,19 @@ stage_e2e() {
   fi
   contrib/slurm/testbed/down || rc=$?
   return $rc
+}
+
+stage_packaging() {
+  # tests/packaging/deb_install_test.sh through ctest (label packaging): builds the packages in
+  # build/deb (contrib/packaging/build-debs.sh), lintian, dpkg -i, the installed tools, dpkg -r/-P.
+  # When the e2e stage is selected too (it runs first and stops its testbed), the same test also
+  # starts the testbed with the installed spank_riseml.so, runs a job with the installed
+  # `riseml submit`, and stops it again.
+  local testbed=0
+  if [[ " $stages " == *" e2e "* ]] && [ -x contrib/slurm/testbed/up ]; then testbed=1; fi
+  cmake -S . -B build -G Ninja -DRISEML_WERROR=ON -DRISEML_TESTS=ON >/dev/null &&
+    RISEML_PACKAGING_TESTBED=$testbed RISEML_BUILD_JOBS=$jobs \
+      ctest --test-dir build --output-on-failure -L packaging
 }
 
 for s in $stages; do
