@@ -28,12 +28,13 @@ job=$(RISEML_E2E_WAIT_S=150 riseml_submit_and_wait "$riseml" "$dir/site.yml" "$d
 log=$dir/riseml-e2e-replay-$job.out
 [ -r "$log" ] || fail "no log $log; $dir holds: $(ls "$dir")"
 [ "$(job_state "$job")" = COMPLETED ] || fail "job $job ended $(job_state "$job"):"$'\n'"$(cat "$log")"
-line=$(grep '^replay: ' "$log") || fail "no replay summary in $log:"$'\n'"$(cat "$log")"
+# Each line of the job's output starts with its rank (srun --label): "0: replay: ...".
+line=$(grep -E '^([0-9]+: )?replay: ' "$log") || fail "no replay summary in $log:"$'\n'"$(cat "$log")"
 grep -q ' ranks=4 hosts=4 ' <<<"$line" || fail "want 4 ranks on 4 hosts: $line"
 grep -q ' wrong=0$' <<<"$line" || fail "the engine returned wrong gradients: $line"
 value() { sed -n "s/.* $1=\([0-9.]*\).*/\1/p" <<<"$line"; }
 eff=$(value efficiency) bound=$(value link_bound) serial=$(value no_overlap)
 awk -v e="$eff" -v b="$bound" -v s="$serial" 'BEGIN { exit !(b < 1 && e <= b * 1.05 && e >= s * 0.8) }' ||
   fail "efficiency $eff outside what the links allow [0.8 x no-overlap $serial, 1.05 x bound $bound]:"$'\n'"$(cat "$log")"
-grep '^links: ' "$log" || true
+grep -E '^([0-9]+: )?links: ' "$log" || true
 ok "job $job: ResNet-50 replay on 4 nodes at ${LINK}: efficiency $eff (links allow <= $bound, no overlap $serial)"

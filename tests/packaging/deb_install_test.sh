@@ -252,8 +252,8 @@ if [ "$testbed" = 1 ]; then
   [ "$state" = COMPLETED ] || fail "job $job ended $state:"$'\n'"$(cat "$log" 2>/dev/null)"
   grep -q 'riseml from /usr/lib/python3/dist-packages/riseml/__init__.py' "$log" ||
     fail "the job did not import the installed riseml:"$'\n'"$(cat "$log")"
-  [ "$(grep -c '^riseml-bind: ' "$log")" -ge 4 ] || fail "want the installed plugin's plan for 4 tasks in $log"
-  grep -q '^epoch 3: ' "$log" || fail "no 'epoch 3' line in $log:"$'\n'"$(cat "$log")"
+  [ "$(grep -Ec '^([0-9]+: )?riseml-bind: ' "$log")" -ge 4 ] || fail "want the installed plugin's plan for 4 tasks in $log"
+  grep -Eq '^([0-9]+: )?epoch 3: ' "$log" || fail "no 'epoch 3' line in $log:"$'\n'"$(cat "$log")"
   echo "testbed: job $job (riseml submit, /usr/bin/riseml) COMPLETED on 2 nodes x 2 tasks bound by $plugin"
   "$root/contrib/slurm/testbed/down" || fail "testbed down failed"
   testbed_started=0
