@@ -10,12 +10,9 @@
 namespace riseml::cli {
 
 int kill_job(const std::string& id_text) {
+  std::optional<JobRef> ref;
+  if (!job_ref_argument(id_text, /*optional=*/false, ref)) return kExitBadInput;
   std::string error;
-  auto ref = job_ref_or_error(id_text, error);
-  if (!ref) {
-    std::cerr << "riseml: " << error << '\n';
-    return kExitBadInput;
-  }
   auto snapshot = query_jobs(/*history=*/true, ref->id, error);
   if (!snapshot) {
     std::cerr << "riseml: " << error << '\n';

@@ -9,12 +9,8 @@
 namespace riseml::cli {
 
 int logs(const std::string& id_text, bool follow) {
-  std::string error;
-  auto ref = job_ref_or_error(id_text, error);
-  if (!ref) {
-    std::cerr << "riseml: " << error << '\n';
-    return kExitBadInput;
-  }
+  std::optional<JobRef> ref;
+  if (!job_ref_argument(id_text, /*optional=*/false, ref)) return kExitBadInput;
   return show_logs(*ref, FollowOptions{.follow = follow, .report_states = false});
 }
 

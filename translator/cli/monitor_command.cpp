@@ -178,15 +178,8 @@ std::string snapshot_table(const std::optional<JobRef>& ref, bool& running, bool
 }  // namespace
 
 int monitor(const std::string& id_text, bool once, double interval_s) {
-  std::string error;
   std::optional<JobRef> ref;
-  if (!id_text.empty()) {
-    ref = job_ref_or_error(id_text, error);
-    if (!ref) {
-      std::cerr << "riseml: " << error << '\n';
-      return kExitBadInput;
-    }
-  }
+  if (!job_ref_argument(id_text, /*optional=*/true, ref)) return kExitBadInput;
   if (interval_s < 1) interval_s = 1;
   const bool tty = isatty(1);
   for (;;) {

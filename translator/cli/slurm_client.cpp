@@ -3,6 +3,8 @@
 #include <pwd.h>
 #include <unistd.h>
 
+#include <iostream>
+
 #include "../printable_text.hpp"
 #include "process.hpp"
 
@@ -69,6 +71,14 @@ std::optional<JobRef> job_ref_or_error(const std::string& text, std::string& err
     error = "'" + printable(text) + "' is not a job id: give the number riseml submit printed, "
             "or ID.K for experiment K of a sweep (riseml status lists them)";
   return ref;
+}
+
+bool job_ref_argument(const std::string& text, bool optional, std::optional<JobRef>& ref) {
+  if (optional && text.empty()) return true;
+  std::string error;
+  ref = job_ref_or_error(text, error);
+  if (!ref) std::cerr << "riseml: " << error << '\n';
+  return ref.has_value();
 }
 
 std::optional<RisemlJob> find_job(const JobSnapshot& snapshot, const JobRef& ref, bool others_ok,

@@ -33,6 +33,10 @@ std::optional<RisemlJob> find_job(const JobSnapshot& snapshot, const JobRef& ref
 // parse_job_ref, with the error message for text that is not an ID.
 std::optional<JobRef> job_ref_or_error(const std::string& text, std::string& error);
 
+// A verb's ID argument: `ref` is set from `text` (left empty when `text` is empty and the ID is
+// optional). False, after printing the one-line error, when it is not an ID (exit status 2).
+bool job_ref_argument(const std::string& text, bool optional, std::optional<JobRef>& ref);
+
 // The experiments `ref` selects: all of the job's, or experiment K.
 std::vector<Experiment> selected_experiments(const RisemlJob& job, const JobRef& ref);
 

@@ -101,15 +101,9 @@ void add_rows(const RisemlJob& job, bool long_form, const std::optional<long lon
 }  // namespace
 
 int status(const std::string& id_text, bool long_form, bool all_users) {
-  std::string error;
   std::optional<JobRef> ref;
-  if (!id_text.empty()) {
-    ref = job_ref_or_error(id_text, error);
-    if (!ref) {
-      std::cerr << "riseml: " << error << '\n';
-      return kExitBadInput;
-    }
-  }
+  if (!job_ref_argument(id_text, /*optional=*/true, ref)) return kExitBadInput;
+  std::string error;
   auto snapshot = query_jobs(/*history=*/true, ref ? ref->id : 0, error);
   if (!snapshot) {
     std::cerr << "riseml: " << error << '\n';
