@@ -2,6 +2,8 @@
 
 #include <filesystem>
 
+#include <riseml/model/links.hpp>
+
 #include "image_name.hpp"
 #include "section_parsers.hpp"
 #include "yaml_document.hpp"
@@ -23,6 +25,62 @@ std::optional<FrameworkEnvironment> parse_environment(YamlReader& r, const YAML:
   return env;
 }
 
+// A rate ("25gbit") or a duration ("5us") through the model's unit parsers, reported in the
+// translator's style when it is not one.
+std::optional<double> read_unit(YamlReader& r, const YAML::Node& node, const std::string& path, bool rate) {
+  auto text = r.string(node, path);
+  if (!text) return std::nullopt;
+  auto v = rate ? model::parse_rate(*text) : model::parse_duration(*text);
+  if (!v) {
+    r.error(node, path,
+            rate ? "'" + *text + "' is not a rate: write bits or bytes a second with a unit, e.g. 25gbit, "
+                                 "100gbit, 3.1gbyte (a plain number is bytes a second)"
+                 : "'" + *text + "' is not a duration: write it with a unit, e.g. 5us, 1.5us, 0.2ms");
+  }
+  return v;
+}
+
+void parse_link(YamlReader& r, const YAML::Node& node, const std::string& path, SiteLink& link,
+                const std::string& example) {
+  if (!r.expect_map(node, path, example)) return;
+  r.check_keys(node, path, {"bandwidth", "latency"});
+  if (auto n = node["bandwidth"]) {
+    if (auto v = read_unit(r, n, join_key(path, "bandwidth"), true)) link.bandwidth_Bps = *v;
+  } else {
+    r.error(node, path, "needs bandwidth (and latency): e.g. " + example);
+  }
+  if (auto n = node["latency"]) {
+    if (auto v = read_unit(r, n, join_key(path, "latency"), false)) link.latency_s = *v;
+  }
+}
+
+std::optional<SiteNetwork> parse_network(YamlReader& r, const YAML::Node& node) {
+  const char* example = "network: {gpus_per_node: 4, nodes_link: {bandwidth: 25gbit, latency: 5us}}";
+  if (!r.expect_map(node, "network", example)) return std::nullopt;
+  r.check_keys(node, "network", {"gpus_per_node", "nodes_link", "intra_node", "reduce_bandwidth",
+                                 "copy_bandwidth"});
+  SiteNetwork net;
+  net.where = r.where(node);
+  if (auto n = node["gpus_per_node"]) {
+    if (auto v = r.integer(n, "network.gpus_per_node", 1, "gpus_per_node: 4")) net.gpus_per_node = *v;
+  }
+  if (auto n = node["nodes_link"]) {
+    parse_link(r, n, "network.nodes_link", net.nodes_link, "nodes_link: {bandwidth: 25gbit, latency: 5us}");
+  } else {
+    r.error(node, "network", "needs nodes_link, the link between nodes: e.g. nodes_link: {bandwidth: 25gbit, "
+                             "latency: 5us}");
+  }
+  if (auto n = node["intra_node"])
+    parse_link(r, n, "network.intra_node", net.intra_node, "intra_node: {bandwidth: 10gbyte, latency: 2us}");
+  if (auto n = node["reduce_bandwidth"]) {
+    if (auto v = read_unit(r, n, "network.reduce_bandwidth", true)) net.reduce_Bps = *v;
+  }
+  if (auto n = node["copy_bandwidth"]) {
+    if (auto v = read_unit(r, n, "network.copy_bandwidth", true)) net.copy_Bps = *v;
+  }
+  return net;
+}
+
 std::optional<SiteConfig> parse_site_root(const YAML::Node& root, const std::string& file,
                                           Diagnostics& diags) {
   SiteConfig site;
@@ -31,7 +89,7 @@ std::optional<SiteConfig> parse_site_root(const YAML::Node& root, const std::str
   if (root.IsNull()) return site;
   if (!r.expect_map(root, "", "bind: auto")) return std::nullopt;
   r.check_keys(root, "", {"bind", "containers", "output_root", "max_array_size", "riseml",
-                          "defaults", "frameworks"});
+                          "defaults", "frameworks", "network"});
   if (auto n = root["bind"]) {
     auto s = r.string(n, "bind");
     if (s && *s != "auto" && *s != "verbose" && *s != "off") {
@@ -79,6 +137,7 @@ std::optional<SiteConfig> parse_site_root(const YAML::Node& root, const std::str
       }
     }
   }
+  if (auto n = root["network"]) site.network = parse_network(r, n);
   if (diags.has_errors()) return std::nullopt;
   return site;
 }

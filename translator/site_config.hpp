@@ -22,6 +22,21 @@ struct FrameworkEnvironment {
   std::optional<std::string> venv;  // a folder with bin/activate
 };
 
+// The cluster's network, for `riseml estimate` (docs/model.md): alpha-beta parameters of the
+// links between nodes and inside a node. Rates in bytes per second, latencies in seconds.
+struct SiteLink {
+  double bandwidth_Bps = 0;
+  double latency_s = 0;
+};
+struct SiteNetwork {
+  Location where;
+  long long gpus_per_node = 1;
+  SiteLink nodes_link{25e9 / 8, 5e-6};   // each node's NIC, one direction
+  SiteLink intra_node{10e9, 2e-6};       // shared memory, NVLink or PCIe between a node's ranks
+  double reduce_Bps = 0;                 // bytes a second a rank reduces; 0: free (GPU)
+  double copy_Bps = 0;                   // fusion buffer copies; 0: free (GPU)
+};
+
 struct SiteConfig {
   std::string path;  // empty: no site file, defaults below
   // --riseml-bind on run steps; "off" when spank_riseml.so is not in plugstack.conf.
@@ -34,6 +49,7 @@ struct SiteConfig {
   SlurmSection defaults;                   // sbatch defaults; the job's slurm: wins
   // framework -> version ("default" for any version not listed) -> environment
   std::map<std::string, std::map<std::string, FrameworkEnvironment>> frameworks;
+  std::optional<SiteNetwork> network;  // absent: riseml estimate needs --nodes-link etc.
 };
 
 // `path` empty: the default path if it exists, else built-in defaults. A path given

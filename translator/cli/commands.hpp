@@ -16,6 +16,21 @@ int submit(const std::string& file, const std::string& site, const std::string& 
            bool dry_run, bool follow);
 int run_local(const std::string& file, const std::string& site, long long processes,
               long long index);
+// riseml estimate (issue 16): predicted step time and scaling efficiency (docs/model.md).
+struct EstimateOptions {
+  std::string file = "riseml.yml";  // the job (its nodes and GPUs), unless nodes > 0
+  std::string site;                 // needs a network: section
+  std::string workload;             // a model name or a workload file
+  std::string settings = "riseml";  // riseml or horovod (Horovod 2017's defaults)
+  std::string fusion;               // bytes, or "64MiB"; empty: the settings' default
+  std::string algorithm;            // auto, ring, hd, hierarchical; empty: the settings' default
+  double cycle_ms = -1;             // <0: the settings' default
+  bool fp16 = false;
+  int nodes = 0, gpus_per_node = 0; // override the job's shape / the site's GPUs a node
+  double compute_scale = 1.0;
+  std::string plot;                 // PNG of efficiency against GPUs
+};
+int estimate(const EstimateOptions& options);
 int tf_config(const std::string& role, long long index, const std::string& roles,
               const std::string& dir, double timeout_s);
 

@@ -53,6 +53,31 @@ int main(int argc, char** argv) {
   tf->add_option("--dir", dir, "A folder every task shares (default $RISEML_TF_DIR)");
   tf->add_option("--timeout", timeout_s, "Seconds to wait for the other tasks")->capture_default_str();
 
+  riseml::cli::EstimateOptions est;
+  auto* estimate = app.add_subcommand(
+      "estimate", "Predict a model's step time and scaling efficiency on this cluster (docs/model.md)");
+  estimate->add_option("file", est.file, "The job file (its nodes x GPUs)")->capture_default_str();
+  estimate->add_option("--site", est.site, "Site file with a network: section (default /etc/riseml/site.yml)");
+  estimate->add_option("--workload", est.workload,
+                       "resnet50, resnet101, inception_v3, vgg16, or a workload file (riseml-replay's format)")
+      ->required();
+  estimate->add_option("--settings", est.settings, "Engine defaults: riseml, or horovod (Horovod 2017's)")
+      ->check(CLI::IsMember({"riseml", "horovod"}))
+      ->capture_default_str();
+  estimate->add_flag("--fp16", est.fp16, "Gradients sent as float16 (fp16 compression)");
+  estimate->add_option("--fusion", est.fusion, "Fusion threshold: bytes, or e.g. 64MiB; 0 turns fusion off");
+  estimate->add_option("--cycle-ms", est.cycle_ms, "Engine cycle time in milliseconds")
+      ->check(CLI::Range(0.0, 10000.0));
+  estimate->add_option("--algorithm", est.algorithm, "auto, ring, hd or hierarchical")
+      ->check(CLI::IsMember({"auto", "ring", "hd", "hierarchical"}));
+  estimate->add_option("--nodes", est.nodes, "Predict for this many nodes instead of the job's")
+      ->check(CLI::Range(1, 1 << 20));
+  estimate->add_option("--gpus-per-node", est.gpus_per_node, "Ranks (GPUs) a node instead of the job's")
+      ->check(CLI::Range(1, 1024));
+  estimate->add_option("--compute-scale", est.compute_scale, "Multiply every compute time (0.5: a GPU twice as fast)")
+      ->check(CLI::Range(0.001, 1000.0));
+  estimate->add_option("--plot", est.plot, "Also draw efficiency against GPUs into this PNG (python3-matplotlib)");
+
   // The job verbs: ID is what riseml submit printed, or ID.K for experiment K of a sweep.
   std::string job_id;
   bool long_form = false, all_users = false, once = false;
@@ -95,6 +120,7 @@ int main(int argc, char** argv) {
     if (*monitor) return riseml::cli::monitor(job_id, once, interval_s);
     if (*probe) return riseml::cli::monitor_probe(job_id);
     if (*run) return riseml::cli::run_local(file, site, processes, sweep_index);
+    if (*estimate) return riseml::cli::estimate(est);
     if (*tf) return riseml::cli::tf_config(role, index, roles, dir, timeout_s);
   } catch (const std::exception& e) {
     std::cerr << "riseml: internal error: " << riseml::printable(e.what()) << '\n';

@@ -1,0 +1,46 @@
+// The engine's behaviour over one step (the Horovod-style background loop of allreduce/engine):
+// every cycle it negotiates the tensors ready on all ranks, packs them in order into fusion
+// buffers of at most the fusion threshold, and reduces the buffers one after the other, while
+// the backward pass goes on computing. The step ends when both are done.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "riseml/model/collective_cost.hpp"
+#include "riseml/model/step_profile.hpp"
+
+namespace riseml::model {
+
+struct EngineSettings {
+  double cycle_s = 1e-3;              // RISEML_CYCLE_TIME_MS (Horovod's default was 5 ms)
+  double fusion_bytes = 64u << 20;    // RISEML_FUSION_THRESHOLD; 0: no fusion
+  bool fp16 = false;                  // gradients sent as float16: 2 bytes an element, not 4
+  bool response_cache = true;         // negotiation is one small bit-vector allreduce a cycle
+  Algorithm algorithm = Algorithm::automatic;  // RISEML_ALGORITHM
+  double small_bytes = 65536;         // RISEML_SMALL_BYTES
+  // Without the response cache: the bytes of one tensor's request (name, shape, type), gathered
+  // by rank 0 from every rank and broadcast back as a response.
+  double request_bytes = 96;
+};
+
+// Where the step's time goes. Times in seconds.
+struct Prediction {
+  double compute_s = 0;     // forward + backward (the step without communication)
+  double step_s = 0;        // max(compute end, last allreduce end)
+  double exposed_s = 0;     // step - compute: communication the backward pass did not hide
+  double efficiency = 1;    // compute / step
+  Cost wire;                // the collectives' alpha, beta and gamma terms, summed
+  double copy_s = 0;        // into and out of fusion buffers
+  double negotiation_s = 0; // per cycle with work: cache bit vector or requests
+  double engine_busy_s = 0; // wire + copy + negotiation
+  double queue_s = 0;       // summed over tensors: ready until its cycle starts
+  double backward_end_s = 0;   // when the last gradient's compute (and the tail) ends
+  int cycles = 0, collectives = 0;
+  double bytes_per_rank = 0;   // all gradients, as sent
+  std::map<Algorithm, int> algorithms;  // collectives run by each algorithm
+};
+
+Prediction simulate_step(const StepProfile& profile, const Cluster& cluster, const EngineSettings& engine);
+
+}  // namespace riseml::model

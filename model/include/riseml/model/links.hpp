@@ -1,0 +1,44 @@
+// Alpha-beta link parameters: a message of b bytes over a link takes latency + b / bandwidth.
+// Also the parsers for the units people write them in ("25gbit", "5us").
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace riseml::model {
+
+struct Link {
+  double latency_s = 0;       // alpha: per message (per algorithm step), seconds
+  double bandwidth_Bps = 0;   // 1/beta: bytes per second, one direction (both ways at once)
+  // alpha + b * beta.
+  double time(double bytes) const { return latency_s + bytes / bandwidth_Bps; }
+};
+
+// The machines: `nodes` hosts of `ranks_per_node` ranks (GPUs), linked inside a node by `intra`
+// (shared memory, NVLink or PCIe) and between nodes by `inter` (each node's NIC, full duplex).
+struct Cluster {
+  int nodes = 1;
+  int ranks_per_node = 1;
+  Link inter{5e-6, 25e9 / 8};
+  Link intra{2e-6, 10e9};
+  // gamma: seconds per byte to reduce (add) a received block into a local one. CPU engine with
+  // AVX2 kernels: ~0.1 ns/B (10 GB/s); on a GPU (NCCL) it hides in the copy: ~0.
+  double reduce_s_per_byte = 0;
+  // Copying tensors into and out of the fusion buffer, bytes per second (0: free).
+  double copy_Bps = 0;
+  int ranks() const { return nodes * ranks_per_node; }
+};
+
+// "25gbit", "25Gbit/s", "10gbyte", "3.1GB/s", "800mbit", plain number = bytes per second.
+// Returns bytes per second, nullopt when not understood or not positive.
+std::optional<double> parse_rate(const std::string& text);
+// "5us", "1.5ms", "0.2s", "800ns"; a plain number is seconds. nullopt when not understood or < 0.
+std::optional<double> parse_duration(const std::string& text);
+// "64MiB", "1m" (MiB), "65536", "16KiB", "0": bytes. nullopt when not understood.
+std::optional<double> parse_bytes(const std::string& text);
+
+// For output: "2.9 GB/s", "5.0 us".
+std::string format_rate(double bytes_per_s);
+std::string format_duration(double seconds);
+
+}  // namespace riseml::model

@@ -1,0 +1,127 @@
+// The engine schedule over a step, on hand-made profiles whose timeline can be worked out on
+// paper: cycles, fusion, overlap with the backward pass, fp16.
+#include <gtest/gtest.h>
+
+#include <riseml/model/advice.hpp>
+#include <riseml/model/engine_schedule.hpp>
+
+namespace riseml::model {
+namespace {
+
+// Forward 10 ms; gradient a (1 M elements) after 5 ms of backward, b (1 M) after 5 ms more.
+StepProfile two_tensors(double b_compute_s = 5e-3, double tail_s = 0) {
+  StepProfile p;
+  p.model = "two";
+  p.forward_s = 10e-3;
+  p.tail_s = tail_s;
+  p.tensors = {{"a", 1e6, 5e-3}, {"b", 1e6, b_compute_s}};
+  return p;
+}
+
+// 2 nodes, 1 rank each, 1 GB/s, no latency, no reduction cost: a ring allreduce of S bytes
+// takes 2 (1/2) S / 1 GB/s = S ns; 4 MB (1 M float32) = 4 ms.
+Cluster two_nodes(double alpha = 0) {
+  Cluster c;
+  c.nodes = 2;
+  c.ranks_per_node = 1;
+  c.inter = {alpha, 1e9};
+  return c;
+}
+
+TEST(EngineSchedule, EachGradientWaitsForTheNextCycleThenTheWire) {
+  // a ready at 15 ms, reduced 15-19; b ready at 20 ms, reduced 20-24: step 24 ms of 20 compute.
+  const Prediction p = simulate_step(two_tensors(), two_nodes(), EngineSettings{});
+  EXPECT_NEAR(p.compute_s, 20e-3, 1e-9);
+  EXPECT_NEAR(p.step_s, 24e-3, 1e-6);
+  EXPECT_NEAR(p.exposed_s, 4e-3, 1e-6);
+  EXPECT_NEAR(p.efficiency, 20.0 / 24, 1e-4);
+  EXPECT_EQ(p.collectives, 2);
+  EXPECT_NEAR(p.wire.bandwidth_s, 8e-3, 1e-9);
+}
+
+TEST(EngineSchedule, CommunicationHiddenBehindTheBackwardPassCostsNothing) {
+  // Only a's allreduce (15-19 ms) runs while the backward goes on to 20 ms; b (ready at 15 ms too)
+  // is fused with a: 8 MB, 15-23 ms; a tail of 10 ms hides it (step = compute = 25 ms).
+  const Prediction p = simulate_step(two_tensors(0, 10e-3), two_nodes(), EngineSettings{});
+  EXPECT_NEAR(p.step_s, 25e-3, 1e-9);
+  EXPECT_NEAR(p.exposed_s, 0, 1e-9);
+  EXPECT_DOUBLE_EQ(p.efficiency, 1);
+  EXPECT_EQ(p.collectives, 1);
+}
+
+TEST(EngineSchedule, FusionSavesTheLatencyOfEachCollective) {
+  // Both ready at 15 ms; alpha 1 ms. The cycle's negotiation (response cache: a halving-doubling
+  // allreduce of the bit vector on 2 ranks, one halving and one doubling step) costs 2 alpha.
+  // Fused: one 8 MB ring = 2 alpha + 8 ms = 10 ms: step 15 + 2 + 10 = 27 ms.
+  // Unfused (threshold 0): two rings of 2 alpha + 4 ms: 12 ms: step 29 ms.
+  EngineSettings fused;
+  const Prediction f = simulate_step(two_tensors(0), two_nodes(1e-3), fused);
+  EXPECT_NEAR(f.negotiation_s, 2e-3, 1e-6);
+  EXPECT_NEAR(f.step_s, 27e-3, 1e-6);
+  EXPECT_EQ(f.collectives, 1);
+  EngineSettings unfused;
+  unfused.fusion_bytes = 0;
+  const Prediction u = simulate_step(two_tensors(0), two_nodes(1e-3), unfused);
+  EXPECT_NEAR(u.step_s, 29e-3, 1e-6);
+  EXPECT_EQ(u.collectives, 2);
+  // A fusion buffer is copied in and out: 2 x 8 MB at 8 GB/s = 2 ms more.
+  Cluster copying = two_nodes(1e-3);
+  copying.copy_Bps = 8e9;
+  EXPECT_NEAR(simulate_step(two_tensors(0), copying, fused).step_s, 29e-3, 1e-6);
+}
+
+TEST(EngineSchedule, Fp16HalvesTheBytes) {
+  // 2 MB each: a 15-17, b 20-22 ms.
+  EngineSettings e;
+  e.fp16 = true;
+  const Prediction p = simulate_step(two_tensors(), two_nodes(), e);
+  EXPECT_NEAR(p.bytes_per_rank, 4e6, 1e-9);
+  EXPECT_NEAR(p.step_s, 22e-3, 1e-6);
+  EXPECT_NEAR(p.wire.bandwidth_s, 4e-3, 1e-9);
+}
+
+TEST(EngineSchedule, ALongCycleDelaysTheLastGradient) {
+  // A 4 ms cycle: cycles at 4, 8, 12, 16 ms: a (ready 15) goes at 16-20; b (ready 20) at 20-24.
+  EngineSettings e;
+  e.cycle_s = 4e-3;
+  const Prediction p = simulate_step(two_tensors(), two_nodes(), e);
+  EXPECT_NEAR(p.step_s, 24e-3, 1e-6);
+  EXPECT_NEAR(p.queue_s, 1e-3, 1e-6);
+  e.cycle_s = 3e-3;  // cycles at 3..15: a at 15-19; next at 19 (busy), b ready 20 -> 22-26.
+  EXPECT_NEAR(simulate_step(two_tensors(), two_nodes(), e).step_s, 26e-3, 1e-6);
+}
+
+TEST(EngineSchedule, OneRankIsAllCompute) {
+  Cluster one = two_nodes();
+  one.nodes = 1;
+  const Prediction p = simulate_step(two_tensors(), one, EngineSettings{});
+  EXPECT_DOUBLE_EQ(p.efficiency, 1);
+  EXPECT_EQ(p.collectives, 0);
+}
+
+TEST(EngineSchedule, ShippedWorkloadsLoad) {
+  const StepProfile p = load_profile("resnet101", {RISEML_WORKLOADS_SOURCE_DIR});
+  EXPECT_EQ(p.tensors.size(), 314u);
+  EXPECT_NEAR(p.compute_s(), 0.4947, 1e-3);
+  EXPECT_THROW(load_profile("no-such-model", {RISEML_WORKLOADS_SOURCE_DIR}), ProfileError);
+  EXPECT_THROW(parse_profile("riseml-workload 1\nmodel x\n", "t.workload"), ProfileError);
+}
+
+TEST(Advice, Fp16HelpsALinkBoundStep) {
+  const auto advice = advise(two_tensors(), two_nodes(), EngineSettings{});
+  ASSERT_FALSE(advice.empty());
+  bool fp16 = false;
+  for (const auto& a : advice) fp16 = fp16 || a.engine.fp16;
+  EXPECT_TRUE(fp16);
+}
+
+TEST(Advice, ClusterShapes) {
+  Cluster base = two_nodes();
+  EXPECT_EQ(cluster_for(base, 1, 4).nodes, 1);
+  EXPECT_EQ(cluster_for(base, 2, 4).ranks_per_node, 2);
+  EXPECT_EQ(cluster_for(base, 128, 4).nodes, 32);
+  EXPECT_EQ(cluster_for(base, 128, 4).ranks_per_node, 4);
+}
+
+}  // namespace
+}  // namespace riseml::model

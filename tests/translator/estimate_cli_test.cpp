@@ -1,0 +1,88 @@
+// riseml estimate: the predicted step for the job's nodes x GPUs, the table, the advice; a site
+// without a network, a broken network: section and an unknown workload exit 2 with a fix.
+#include <gtest/gtest.h>
+
+#include "test_support.hpp"
+
+namespace riseml::test {
+namespace {
+
+#define REQUIRE_CLI()                                          \
+  if (cli_path().empty()) GTEST_SKIP() << "no riseml CLI in this build (a fuzz build)"
+
+fs::path here() { return source_dir() / "estimate"; }
+std::string network_site() { return (source_dir() / "sites" / "network-roce25.yml").string(); }
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+TEST(EstimateCli, PredictsTheJobAndOtherSizes) {
+  REQUIRE_CLI();
+  const CommandResult r = run_command({cli_path(), "estimate", "horovod-32x4.yml", "--site", network_site(),
+                                       "--workload", "resnet101"},
+                                      here());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "riseml estimate: resnet101, 44.55 M parameters in 314 tensors")) << r.out;
+  EXPECT_TRUE(contains(r.out, "this job: 32 nodes x 4 GPUs = 128 ranks")) << r.out;
+  EXPECT_TRUE(contains(r.out, "efficiency 0.")) << r.out;
+  // The table: 1..1024 GPUs, 4 a node.
+  EXPECT_TRUE(contains(r.out, "\n1     1 x 1 ")) << r.out;
+  EXPECT_TRUE(contains(r.out, "\n1024  256 x 4 ")) << r.out;
+  EXPECT_TRUE(contains(r.out, "settings that would help this job:")) << r.out;
+}
+
+TEST(EstimateCli, HorovodSettingsAndOverrides) {
+  REQUIRE_CLI();
+  const CommandResult r = run_command({cli_path(), "estimate", "--site", network_site(), "--workload", "vgg16",
+                                       "--settings", "horovod", "--nodes", "2", "--gpus-per-node", "1",
+                                       "--compute-scale", "0.25"},
+                                      here());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "engine (horovod settings): cycle 5 ms, fusion 64 MiB, algorithm ring")) << r.out;
+  EXPECT_TRUE(contains(r.out, "this job: 2 nodes x 1 GPU = 2 ranks")) << r.out;
+  // VGG-16 on a GPU 4x faster than a P100 is link-bound here: 553 MB over 25 Gbit/s = 177 ms.
+  EXPECT_TRUE(contains(r.out, "engine busy 177.2 ms of the step: bandwidth 177.1")) << r.out;
+  EXPECT_TRUE(contains(r.out, "  fp16 compression")) << "a link-bound VGG-16 wants fp16:\n" << r.out;
+  // --plot (python3-matplotlib) is optional here: not run by the test.
+}
+
+TEST(EstimateCli, SiteWithoutNetworkSaysWhatToAdd) {
+  REQUIRE_CLI();
+  const std::string site = (source_dir() / "sites" / "pyxis-frameworks.yml").string();
+  const CommandResult r = run_command(
+      {cli_path(), "estimate", "horovod-32x4.yml", "--site", site, "--workload", "resnet101"}, here());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_TRUE(contains(r.err, "pyxis-frameworks.yml: error: network: riseml estimate needs the cluster's network "
+                              "here: add network: {gpus_per_node: 4, nodes_link: {bandwidth: 25gbit"))
+      << r.err;
+}
+
+TEST(EstimateCli, BrokenNetworkSectionIsReportedWithLines) {
+  REQUIRE_CLI();
+  const CommandResult r = run_command({cli_path(), "estimate", "horovod-32x4.yml", "--site", "bad-network.yml",
+                                       "--workload", "resnet101"},
+                                      here());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_TRUE(contains(r.err, "bad-network.yml:2:18: error: network.gpus_per_node:")) << r.err;
+  EXPECT_TRUE(contains(r.err, "bad-network.yml:3:27: error: network.nodes_link.bandwidth: 'fast' is not a rate: "
+                              "write bits or bytes a second with a unit, e.g. 25gbit"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err, "network.nodes_link.latency: '5 parsecs' is not a duration")) << r.err;
+  EXPECT_TRUE(contains(r.err, "bad-network.yml:4:16: error: network.intra_node.bandwith: unknown key (did you mean "
+                              "'bandwidth'?)"))
+      << r.err;
+}
+
+TEST(EstimateCli, UnknownWorkloadNamesTheModelsShipped) {
+  REQUIRE_CLI();
+  const CommandResult r = run_command({cli_path(), "estimate", "horovod-32x4.yml", "--site", network_site(),
+                                       "--workload", "resnet9000"},
+                                      here());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(contains(r.err, "riseml estimate: --workload resnet9000: no such file")) << r.err;
+  EXPECT_TRUE(contains(r.err, "resnet50, resnet101, inception_v3, vgg16")) << r.err;
+}
+
+}  // namespace
+}  // namespace riseml::test
