@@ -88,7 +88,8 @@ for p in "${packages[@]}"; do
 done
 for f in /usr/bin/riseml /usr/bin/riseml-launch /usr/bin/riseml-plan /usr/bin/riseml-bench \
   /usr/bin/riseml-replay /usr/bin/riseml-pmix-probe /usr/libexec/riseml/riseml-topology \
-  /usr/share/riseml/workloads/resnet50.workload /usr/share/man/man1/riseml.1.gz \
+  /usr/share/riseml/workloads/resnet50.workload /usr/share/riseml/plot_estimate.py \
+  /usr/share/man/man1/riseml.1.gz \
   /usr/share/man/man1/riseml-launch.1.gz /usr/share/man/man1/riseml-plan.1.gz; do
   grep -qx "$f" "$work/riseml.files" || fail "riseml lacks $f"
 done
@@ -159,6 +160,14 @@ for t in riseml riseml-launch riseml-plan riseml-bench riseml-replay riseml-pmix
 done
 out=$(run version riseml --version)
 [[ $out == "riseml "* ]] || fail "riseml --version: $out"
+
+# riseml estimate: the installed workloads and plot script.
+cp "$root/contrib/examples/pytorch-digits/riseml.yml" "$work/digits.yml"
+cp "$root/tests/translator/sites/network-roce25.yml" "$work/network.yml"
+out=$(run estimate riseml estimate digits.yml --site network.yml --workload resnet50 --plot estimate.png)
+grep -q 'efficiency' <<<"$out" || fail "riseml estimate printed no efficiency:"$'\n'"$out"
+[ -s "$work/estimate.png" ] || fail "riseml estimate --plot wrote no estimate.png:"$'\n'"$out"
+echo "riseml estimate --plot: installed workload and plot script"
 
 # riseml translate: the repo's example and real RiseML files.
 cp "$root/contrib/examples/pytorch-digits/riseml.yml" "$work/digits.yml"

@@ -85,9 +85,10 @@ bool write_plot(const std::string& png, const std::vector<std::vector<std::strin
     out << "gpus,efficiency,link_bound\n";
     for (const auto& r : rows) out << r[0] << ',' << r[4] << ',' << r[5] << '\n';
   }
-  std::string script = RISEML_ESTIMATE_PLOT_SCRIPT;
+  // The installed script when there is one (a package), else the source tree's (a build).
+  std::string script = RISEML_ESTIMATE_PLOT_INSTALLED;
   std::error_code ec;
-  if (!std::filesystem::exists(script, ec)) script = "/usr/share/riseml/plot_estimate.py";
+  if (!std::filesystem::exists(script, ec)) script = RISEML_ESTIMATE_PLOT_SCRIPT;
   // argv without a shell: fork + exec python3.
   const pid_t pid = fork();
   if (pid == 0) {
