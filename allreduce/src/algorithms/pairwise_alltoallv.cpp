@@ -21,6 +21,7 @@
 #include <cstring>
 #include <limits>
 
+#include "../kernels/reduce_kernels.hpp"
 #include "../transport/exchange.hpp"
 #include "../transport/single_copy.hpp"
 #include "algorithms.hpp"
@@ -39,6 +40,7 @@ namespace {
 // mismatch), so this depends only on what they share: the host's CPUs and its ranks.
 constexpr std::size_t kSingleCopyBytes = 16 << 10;
 constexpr std::size_t kSingleCopyBytesOversubscribed = 32 << 10;
+constexpr std::size_t kStreamingOwnBytes = 4 << 20;
 
 std::size_t single_copy_bytes(int local_ranks) {
   static const std::size_t forced = [] {
@@ -98,7 +100,16 @@ void pairwise_alltoallv(Context& c, const CallTag& tag, Group g, const std::byte
                                 reinterpret_cast<std::uintptr_t>(&check), check};
     exchange(c, tag, {g.at(to), bytes_of(offer), sizeof offer}, {});
   }
-  if (const std::size_t own = recv_bytes(i); own) std::memmove(recv_into(i), send_data(i), own);
+  if (const std::size_t own = recv_bytes(i); own) {
+    // A large own block is written once and not read again here: non-temporal stores save the
+    // read-for-ownership of every line (the copy is memory-bound), when the blocks do not overlap.
+    std::byte* to = recv_into(i);
+    const std::byte* from = send_data(i);
+    if (own >= kStreamingOwnBytes && (to + own <= from || from + own <= to))
+      kernels::streaming_copy(to, from, own);
+    else
+      std::memmove(to, from, own);
+  }
 
   // 2. The ordinary blocks: between ranks of one host all at once (no rank waits for the peer
   // of a step while another could move: more ranks than cores), across hosts pairwise. Each
