@@ -7,6 +7,7 @@
 #include <iterator>
 #include <random>
 #include <stdexcept>
+#include <vector>
 
 #include "kernels/half_float.hpp"
 #include "kernels/reduce_kernels.hpp"
@@ -188,6 +189,32 @@ TEST(ReduceKernels, DivideTruncatesIntegersAndRoundsHalfFloats) {
   std::uint16_t h = kernels::float_to_float16(3.0f);
   kernels::divide(DataType::float16, &h, 1, 2);
   EXPECT_EQ(kernels::float16_to_float(h), 1.5f);
+}
+
+// The blocked, vectorised half-precision divide gives the bits of the one-element reference
+// (exact widening, a float32 division, one rounding to nearest even) for every 16-bit pattern,
+// in a buffer that is not a whole number of blocks.
+TEST(ReduceKernels, HalfFloatDivideMatchesTheScalarReferenceForEveryPattern) {
+  for (DataType t : {DataType::float16, DataType::bfloat16}) {
+    const bool f16 = t == DataType::float16;
+    std::vector<std::uint16_t> all(65536 + 37);
+    for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<std::uint16_t>(i);
+    for (int divisor : {2, 3, 7, 128, 1000}) {
+      std::vector<std::uint16_t> got = all;
+      kernels::divide(t, got.data(), got.size(), divisor);
+      for (std::size_t i = 0; i < all.size(); ++i) {
+        const float x = f16 ? kernels::float16_to_float(all[i]) : kernels::bfloat16_to_float(all[i]);
+        const float q = x / static_cast<float>(divisor);
+        const std::uint16_t want = f16 ? kernels::float_to_float16(q) : kernels::float_to_bfloat16(q);
+        const float back = f16 ? kernels::float16_to_float(got[i]) : kernels::bfloat16_to_float(got[i]);
+        if (std::isnan(q)) {
+          ASSERT_TRUE(std::isnan(back)) << to_string(t) << " pattern " << all[i] << " / " << divisor;
+        } else {
+          ASSERT_EQ(got[i], want) << to_string(t) << " pattern " << all[i] << " / " << divisor;
+        }
+      }
+    }
+  }
 }
 
 // int8 and int16 averages round as int32's do, whatever values come (negative ones included).

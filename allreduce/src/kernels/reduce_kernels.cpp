@@ -336,13 +336,19 @@ void divide(DataType type, void* buffer, std::size_t count, int divisor) {
     case DataType::boolean: throw std::invalid_argument("divide: bool has no average");
     case DataType::float16:
     case DataType::bfloat16: {
+      // Through the vector conversions, a cache-resident block at a time: one element at a
+      // time in software, the average of a fused float16 buffer cost 4 ns an element, a fifth
+      // of the allreduce on a 1 Gbit/s link. Same bits: exact widening, one float32 division,
+      // one rounding to nearest even.
       auto* p = static_cast<std::uint16_t*>(buffer);
       const float d = static_cast<float>(divisor);
-      for (std::size_t i = 0; i < count; ++i) {
-        if (type == DataType::float16)
-          p[i] = float_to_float16(float16_to_float(p[i]) / d);
-        else
-          p[i] = float_to_bfloat16(bfloat16_to_float(p[i]) / d);
+      constexpr std::size_t kBlock = 2048;
+      float wide[kBlock];
+      for (std::size_t at = 0; at < count; at += kBlock) {
+        const std::size_t n = std::min(kBlock, count - at);
+        widen_to_float(type, p + at, wide, n);
+        for (std::size_t i = 0; i < n; ++i) wide[i] /= d;
+        narrow_from_float(type, wide, p + at, n);
       }
       return;
     }
