@@ -225,6 +225,18 @@ __attribute__((target("avx2,f16c,fma"))) void narrow_avx2(DataType t, const floa
   narrow_loop(t, in + i, out + i, n - i);
 }
 
+// One pass: widen 8, divide, round back to nearest even (as the scalar tail).
+__attribute__((target("avx2,f16c,fma"))) void divide_float16_avx2(std::uint16_t* p, std::size_t n, float d) {
+  std::size_t i = 0;
+  const __m256 divisor = _mm256_set1_ps(d);
+  for (; i + 8 <= n; i += 8) {
+    const __m256 x = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i)));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p + i),
+                     _mm256_cvtps_ph(_mm256_div_ps(x, divisor), _MM_FROUND_TO_NEAREST_INT));
+  }
+  for (; i < n; ++i) p[i] = float_to_float16(float16_to_float(p[i]) / d);
+}
+
 __attribute__((target("avx2"))) void streaming_copy_avx2(std::byte* dst, const std::byte* src,
                                                         std::size_t n) {
   // Align the destination to 32 bytes, stream the middle, copy the tail.
@@ -336,18 +348,20 @@ void divide(DataType type, void* buffer, std::size_t count, int divisor) {
     case DataType::boolean: throw std::invalid_argument("divide: bool has no average");
     case DataType::float16:
     case DataType::bfloat16: {
-      // Through the vector conversions, a cache-resident block at a time: one element at a
-      // time in software, the average of a fused float16 buffer cost 4 ns an element, a fifth
-      // of the allreduce on a 1 Gbit/s link. Same bits: exact widening, one float32 division,
-      // one rounding to nearest even.
+      // Vectorised: one element at a time in software, the average of a fused float16 buffer
+      // cost 4 ns an element, a fifth of the allreduce on a 1 Gbit/s link. Same bits: exact
+      // widening, one float32 division, one rounding to nearest even.
       auto* p = static_cast<std::uint16_t*>(buffer);
       const float d = static_cast<float>(divisor);
+      if (type == DataType::float16 && active_isa() == Isa::avx2_f16c) return divide_float16_avx2(p, count, d);
       constexpr std::size_t kBlock = 2048;
-      float wide[kBlock];
+      float wide[kBlock] = {};
       for (std::size_t at = 0; at < count; at += kBlock) {
         const std::size_t n = std::min(kBlock, count - at);
         widen_to_float(type, p + at, wide, n);
-        for (std::size_t i = 0; i < n; ++i) wide[i] /= d;
+        // The whole block, whatever n: a fixed trip count is what gcc -O2 vectorises (the
+        // division is most of the cost); the elements past n are zeros or stale and unused.
+        for (std::size_t i = 0; i < kBlock; ++i) wide[i] /= d;
         narrow_from_float(type, wide, p + at, n);
       }
       return;
