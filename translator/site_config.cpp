@@ -58,7 +58,7 @@ std::optional<SiteNetwork> parse_network(YamlReader& r, const YAML::Node& node) 
   const char* example = "network: {gpus_per_node: 4, nodes_link: {bandwidth: 25gbit, latency: 5us}}";
   if (!r.expect_map(node, "network", example)) return std::nullopt;
   r.check_keys(node, "network", {"gpus_per_node", "nodes_link", "intra_node", "reduce_bandwidth",
-                                 "copy_bandwidth"});
+                                 "copy_bandwidth", "overlap_slowdown"});
   SiteNetwork net;
   net.where = r.where(node);
   if (auto n = node["gpus_per_node"]) {
@@ -77,6 +77,16 @@ std::optional<SiteNetwork> parse_network(YamlReader& r, const YAML::Node& node) 
   }
   if (auto n = node["copy_bandwidth"]) {
     if (auto v = read_unit(r, n, "network.copy_bandwidth", true)) net.copy_Bps = *v;
+  }
+  if (auto n = node["overlap_slowdown"]) {
+    const char* example = "overlap_slowdown: 0.2 (compute runs at 80% while a collective runs)";
+    if (auto v = r.number(n, "network.overlap_slowdown", 0, false, example)) {
+      if (*v >= 1)
+        r.error(n, "network.overlap_slowdown", "must be below 1 (the share of compute speed lost while a "
+                                               "collective runs): e.g. " + std::string(example));
+      else
+        net.overlap_slowdown = *v;
+    }
   }
   return net;
 }

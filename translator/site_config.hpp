@@ -35,6 +35,7 @@ struct SiteNetwork {
   SiteLink intra_node{10e9, 2e-6};       // shared memory, NVLink or PCIe between a node's ranks
   double reduce_Bps = 0;                 // bytes a second a rank reduces; 0: free (GPU)
   double copy_Bps = 0;                   // fusion buffer copies; 0: free (GPU)
+  double overlap_slowdown = 0;           // compute speed lost while collectives run (0..<1)
 };
 
 struct SiteConfig {

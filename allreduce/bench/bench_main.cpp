@@ -30,6 +30,7 @@
 #include "bench_options.hpp"
 #include "bench_report.hpp"
 #include "contender.hpp"
+#include "link_fit.hpp"
 #include "kernels/half_float.hpp"
 #include "kernels/reduce_kernels.hpp"
 #include "measure.hpp"
@@ -446,7 +447,10 @@ int main(int argc, char** argv) {
     }
     {
       Communicator comm(*rendezvous, CommunicatorOptions::from_environment());
-      for (bench::BenchCollective collective : options.collectives)
+      if (!options.fit.empty())
+        status = bench::run_link_fit(*rendezvous, comm, options.fit, options.rounds);
+      else
+        for (bench::BenchCollective collective : options.collectives)
         status = std::max(status, bench::run_bench(comm, options, collective, under_mpirun));
     }
   } catch (const std::exception& e) {

@@ -16,6 +16,7 @@ const char* kUsage =
     "                    [--modes back-to-back,per-call] [--rounds 3] [--round-seconds 0.1]\n"
     "                    [--calls 100] [--limit] [--wait-stats] [--precondition 100x256M]\n"
     "                    [--plot FILE.png] [--csv FILE.csv]\n"
+    "       riseml-bench --fit network.yml [--rounds 3]\n"
     "Start it with riseml-launch -n N (PMIx) or mpirun -np N (needed for --peers mpi).\n"
     "back-to-back: iterations in a row as nccl-tests times them, out of place and in place;\n"
     "per-call: a barrier, one in-place call, the slowest rank's time, median and p10/p90.\n"
@@ -24,7 +25,11 @@ const char* kUsage =
     "Sizes are each rank's whole input; busbw as nccl-tests: allreduce algbw*2(n-1)/n,\n"
     "reduce_scatter and alltoall algbw*(n-1)/n. Open MPI runs MPI_Reduce_scatter_block and\n"
     "MPI_Alltoall there, Gloo gloo::alltoall (no reduce-scatter); --limit and --precondition\n"
-    "are allreduce only.\n";
+    "are allreduce only.\n"
+    "--fit: measure the links between hosts and inside one (ring allgather steps, alpha + m beta\n"
+    "fitted), reduction and copy rates, and write them as a site file's network: section for\n"
+    "`riseml estimate --network FILE` (docs/model.md). Start one or more ranks on each of\n"
+    "several hosts: srun -N4 --ntasks-per-node 2 --mpi=pmix riseml-bench --fit net.yml\n";
 
 [[noreturn]] void usage_error(const std::string& what) {
   std::fprintf(stderr, "riseml-bench: %s\n%s", what.c_str(), kUsage);
@@ -147,6 +152,9 @@ BenchOptions parse_bench_options(int argc, char** argv) {
         o.plot = value();
       } else if (arg == "--csv") {
         o.csv = value();
+      } else if (arg == "--fit") {
+        o.fit = value();
+        if (o.fit.empty()) usage_error("--fit needs a file name");
       } else {
         usage_error("unknown argument " + arg);
       }

@@ -37,6 +37,9 @@ struct BenchOptions {
   std::size_t precondition_bytes = 0;
   std::string plot;  // --plot FILE.png
   std::string csv;   // --csv FILE.csv
+  // --fit FILE: instead of the sweep, measure the step model's link parameters and write them
+  // as a site file's network: section (link_fit.hpp).
+  std::string fit;
 };
 
 // Parses argv; prints usage and exits on --help or a bad argument.

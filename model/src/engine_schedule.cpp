@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 #include <vector>
 
 namespace riseml::model {
@@ -24,21 +25,62 @@ double negotiation_cost(int ready, int total_tensors, const Cluster& c, const En
   return 2 * steps * l.latency_s + ((p - 1) * request + steps * request) / l.bandwidth_Bps;
 }
 
+// The backward pass's clock: compute runs at full speed, and at 1 - slowdown while the engine
+// runs a collective (its busy intervals, added in time order as the engine decides them).
+class ComputeClock {
+ public:
+  ComputeClock(double start, double slowdown) : now_(start), slowdown_(slowdown) {}
+  // When `work` seconds of full-speed compute started at the clock's time would end, given the
+  // busy intervals known so far. Exact while no interval is added before that time.
+  double finish(double work) const {
+    double t = now_;
+    for (std::size_t k = first_; k < busy_.size() && work > 0; ++k) {
+      const auto [from, to] = busy_[k];
+      if (to <= t) continue;
+      if (from > t) {
+        if (work <= from - t) return t + work;
+        work -= from - t;
+        t = from;
+      }
+      const double rate = 1 - slowdown_;
+      if (work <= (to - t) * rate) return t + work / rate;
+      work -= (to - t) * rate;
+      t = to;
+    }
+    return t + work;
+  }
+  // Runs `work` now; returns when it ends.
+  double run(double work) {
+    now_ = finish(work);
+    while (first_ < busy_.size() && busy_[first_].second <= now_) ++first_;
+    return now_;
+  }
+  void busy(double from, double to) {
+    if (slowdown_ > 0 && to > from) busy_.emplace_back(from, to);
+  }
+
+ private:
+  double now_;
+  double slowdown_;
+  std::size_t first_ = 0;
+  std::vector<std::pair<double, double>> busy_;
+};
+
 }  // namespace
 
 Prediction simulate_step(const StepProfile& profile, const Cluster& c, const EngineSettings& e) {
   Prediction out;
   const std::size_t n = profile.tensors.size();
   const double esize = e.fp16 ? 2 : 4;
-  std::vector<double> ready(n);
-  double t = profile.forward_s;
-  for (std::size_t i = 0; i < n; ++i) {
-    t += profile.tensors[i].compute_before_s;
-    ready[i] = t;
-    out.bytes_per_rank += profile.tensors[i].elements * esize;
-  }
-  out.backward_end_s = t + profile.tail_s;
+  // ready[i]: when gradient i's compute ends. Known only up to the engine's last decision when
+  // collectives slow compute: a gradient counts as ready for a cycle once the clock, knowing
+  // every earlier busy interval, puts it at or before the cycle's start.
+  std::vector<double> ready(n, 0);
+  for (std::size_t i = 0; i < n; ++i) out.bytes_per_rank += profile.tensors[i].elements * esize;
   out.compute_s = profile.compute_s();
+  ComputeClock clock(profile.forward_s, std::clamp(c.overlap_slowdown, 0.0, 0.99));
+  std::size_t computed = 0;  // gradients whose ready time is settled
+  auto next_ready = [&] { return clock.finish(profile.tensors[computed].compute_before_s); };
 
   double engine_free = 0;
   double last_start = 0;  // the engine loop starts with the step
@@ -48,15 +90,22 @@ Prediction simulate_step(const StepProfile& profile, const Cluster& c, const Eng
     // The next cycle starts a cycle after the previous one began, or when the previous one's
     // work ends if that is later; cycles with nothing ready pass without cost.
     double start = std::max(engine_free, last_start + cycle);
-    if (ready[i] > start) start += std::ceil((ready[i] - start) / cycle - 1e-12) * cycle;
-    std::size_t end = i;
-    while (end < n && ready[end] <= start + 1e-12) ++end;
+    if (computed == i) {  // nothing waiting: the next gradient (exact: the engine is idle until it)
+      const double first = next_ready();
+      if (first > start) start += std::ceil((first - start) / cycle - 1e-12) * cycle;
+    }
+    while (computed < n && next_ready() <= start + 1e-12) {
+      ready[computed] = clock.run(profile.tensors[computed].compute_before_s);
+      ++computed;
+    }
+    const std::size_t end = computed;
     ++out.cycles;
     for (std::size_t k = i; k < end; ++k) out.queue_s += start - ready[k];
     double now = start;
     const double negotiation = negotiation_cost(static_cast<int>(end - i), static_cast<int>(n), c, e);
     out.negotiation_s += negotiation;
     now += negotiation;
+    const double collectives_from = now;
     // Fusion: in order, a buffer of tensors up to the threshold; a larger tensor alone, in place.
     std::size_t k = i;
     while (k < end) {
@@ -81,11 +130,15 @@ Prediction simulate_step(const StepProfile& profile, const Cluster& c, const Eng
       now += cost.total();
       k = m;
     }
+    clock.busy(collectives_from, now);
     out.engine_busy_s = out.wire.total() + out.copy_s + out.negotiation_s;
     engine_free = now;
     last_start = start;
     i = end;
   }
+  for (; computed < n; ++computed) ready[computed] = clock.run(profile.tensors[computed].compute_before_s);
+  out.backward_end_s = clock.run(profile.tail_s);
+  out.compute_slowed_s = std::max(0.0, out.backward_end_s - out.compute_s);
   out.step_s = std::max(out.backward_end_s, engine_free);
   out.exposed_s = out.step_s - out.compute_s;
   out.efficiency = out.step_s > 0 ? out.compute_s / out.step_s : 1;

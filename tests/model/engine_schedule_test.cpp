@@ -49,6 +49,37 @@ TEST(EngineSchedule, CommunicationHiddenBehindTheBackwardPassCostsNothing) {
   EXPECT_EQ(p.collectives, 1);
 }
 
+TEST(EngineSchedule, CollectivesSlowTheComputeTheyOverlap) {
+  // Compute at half speed while a collective runs. a ready at 15 ms, reduced 15-19 ms; b's 5 ms
+  // of compute get 2 ms done in 15-19 and the other 3 after: ready at 22 ms (not 20), reduced
+  // 22-26 ms; the 10 ms tail gets 2 ms done in 22-26 and ends at 34 ms (not 30).
+  Cluster c = two_nodes();
+  c.overlap_slowdown = 0.5;
+  const Prediction p = simulate_step(two_tensors(5e-3, 10e-3), c, EngineSettings{});
+  EXPECT_NEAR(p.compute_s, 30e-3, 1e-9);
+  EXPECT_NEAR(p.backward_end_s, 34e-3, 1e-6);
+  EXPECT_NEAR(p.compute_slowed_s, 4e-3, 1e-6);
+  EXPECT_NEAR(p.step_s, 34e-3, 1e-6);
+  EXPECT_NEAR(p.efficiency, 30.0 / 34, 1e-4);
+  EXPECT_EQ(p.collectives, 2);
+  // Without the slowdown the same step hides everything: 30 ms.
+  const Prediction q = simulate_step(two_tensors(5e-3, 10e-3), two_nodes(), EngineSettings{});
+  EXPECT_NEAR(q.step_s, 30e-3, 1e-6);
+  EXPECT_DOUBLE_EQ(q.compute_slowed_s, 0);
+}
+
+TEST(EngineSchedule, ShorterCollectivesSlowComputeLess) {
+  // fp16 halves the bytes, so halves the time compute runs slowed: 2 ms (a: 15-17 ms, b's compute
+  // 1 ms done there, 4 ms after: ready at 21; b: 21-23, the tail 1 ms done there, 9 after: 32 ms).
+  Cluster c = two_nodes();
+  c.overlap_slowdown = 0.5;
+  EngineSettings half;
+  half.fp16 = true;
+  const Prediction p = simulate_step(two_tensors(5e-3, 10e-3), c, half);
+  EXPECT_NEAR(p.step_s, 32e-3, 1e-6);
+  EXPECT_NEAR(p.compute_slowed_s, 2e-3, 1e-6);
+}
+
 TEST(EngineSchedule, FusionSavesTheLatencyOfEachCollective) {
   // Both ready at 15 ms; alpha 1 ms. The cycle's negotiation (response cache: a halving-doubling
   // allreduce of the bit vector on 2 ranks, one halving and one doubling step) costs 2 alpha.

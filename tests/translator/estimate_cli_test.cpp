@@ -72,6 +72,29 @@ TEST(EstimateCli, BrokenNetworkSectionIsReportedWithLines) {
   EXPECT_TRUE(contains(r.err, "bad-network.yml:4:16: error: network.intra_node.bandwith: unknown key (did you mean "
                               "'bandwidth'?)"))
       << r.err;
+  EXPECT_TRUE(contains(r.err, "bad-network.yml:5:21: error: network.overlap_slowdown: must be below 1")) << r.err;
+}
+
+// riseml-bench --fit's file replaces the site's network; the job's shape still comes from the
+// job and the site.
+TEST(EstimateCli, MeasuredNetworkFileReplacesTheSites) {
+  REQUIRE_CLI();
+  const CommandResult r = run_command({cli_path(), "estimate", "horovod-32x4.yml", "--site", network_site(),
+                                       "--network", "fitted-1gbit.yml", "--workload", "resnet50", "--nodes", "2",
+                                       "--gpus-per-node", "1"},
+                                      here());
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "network (fitted-1gbit.yml): between nodes 117.1 MB/s, 8.3 us")) << r.out;
+  EXPECT_TRUE(contains(r.out, "compute runs at 80% of its speed while a collective runs")) << r.out;
+  EXPECT_TRUE(contains(r.out, "compute slowed by collectives:")) << r.out;
+  EXPECT_TRUE(contains(r.out, "this job: 2 nodes x 1 GPU = 2 ranks")) << r.out;
+
+  const CommandResult none = run_command({cli_path(), "estimate", "horovod-32x4.yml", "--site", network_site(),
+                                          "--network", "horovod-32x4.yml", "--workload", "resnet50"},
+                                         here());
+  EXPECT_EQ(none.status, 2);
+  EXPECT_EQ(none.out, "");
+  EXPECT_TRUE(contains(none.err, "horovod-32x4.yml"));
 }
 
 TEST(EstimateCli, UnknownWorkloadNamesTheModelsShipped) {

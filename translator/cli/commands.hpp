@@ -20,6 +20,7 @@ int run_local(const std::string& file, const std::string& site, long long proces
 struct EstimateOptions {
   std::string file = "riseml.yml";  // the job (its nodes and GPUs), unless nodes > 0
   std::string site;                 // needs a network: section
+  std::string network;              // a site file whose network: section wins (riseml-bench --fit)
   std::string workload;             // a model name or a workload file
   std::string settings = "riseml";  // riseml or horovod (Horovod 2017's defaults)
   std::string fusion;               // bytes, or "64MiB"; empty: the settings' default
@@ -28,6 +29,7 @@ struct EstimateOptions {
   bool fp16 = false;
   int nodes = 0, gpus_per_node = 0; // override the job's shape / the site's GPUs a node
   double compute_scale = 1.0;
+  double overlap_slowdown = -1;     // <0: the site's network.overlap_slowdown
   std::string plot;                 // PNG of efficiency against GPUs
 };
 int estimate(const EstimateOptions& options);

@@ -111,6 +111,24 @@ int estimate(const EstimateOptions& o) {
   auto site = load_site_config(o.site, site_diags);
   std::cerr << site_diags.format();
   if (!site) return kExitBadInput;
+  std::string network_path = site->path;
+  if (!o.network.empty()) {
+    // Measured links (riseml-bench --fit) over the site's description; the rest of the site
+    // (partitions, images) still shapes the job.
+    Diagnostics net_diags;
+    auto measured = load_site_config(o.network, net_diags);
+    std::cerr << net_diags.format();
+    if (!measured) return kExitBadInput;
+    if (!measured->network) {
+      Diagnostics d;
+      d.error(Location{o.network, 0, 0}, "network",
+              "--network: this file has no network: section (riseml-bench --fit writes one; see docs/model.md)");
+      std::cerr << d.format();
+      return kExitBadInput;
+    }
+    site->network = measured->network;
+    network_path = o.network;
+  }
   if (!site->network) {
     Diagnostics d;
     d.error(Location{site->path.empty() ? std::string(kDefaultSitePath) : site->path, 0, 0}, "network",
@@ -148,6 +166,7 @@ int estimate(const EstimateOptions& o) {
   base.intra = {net.intra_node.latency_s, net.intra_node.bandwidth_Bps};
   base.reduce_s_per_byte = net.reduce_Bps > 0 ? 1 / net.reduce_Bps : 0;
   base.copy_Bps = net.copy_Bps;
+  base.overlap_slowdown = o.overlap_slowdown >= 0 ? o.overlap_slowdown : net.overlap_slowdown;
   base.nodes = nodes;
   base.ranks_per_node = per_node;
 
@@ -185,11 +204,14 @@ int estimate(const EstimateOptions& o) {
               o.compute_scale != 1.0 ? " (scaled)" : "");
   if (!profile.source.empty()) std::printf("  compute from: %s\n", printable(profile.source).c_str());
   std::printf("  network (%s): between nodes %s, %s; inside a node %s, %s; reduce %s; fusion copies %s\n",
-              printable(site->path).c_str(), m::format_rate(net.nodes_link.bandwidth_Bps).c_str(),
+              printable(network_path).c_str(), m::format_rate(net.nodes_link.bandwidth_Bps).c_str(),
               m::format_duration(net.nodes_link.latency_s).c_str(), m::format_rate(net.intra_node.bandwidth_Bps).c_str(),
               m::format_duration(net.intra_node.latency_s).c_str(),
               net.reduce_Bps > 0 ? m::format_rate(net.reduce_Bps).c_str() : "free",
               net.copy_Bps > 0 ? m::format_rate(net.copy_Bps).c_str() : "free");
+  if (base.overlap_slowdown > 0)
+    std::printf("  compute runs at %.0f%% of its speed while a collective runs (overlap_slowdown %g)\n",
+                100 * (1 - base.overlap_slowdown), base.overlap_slowdown);
   std::printf("  engine (%s settings): %s\n", o.settings.c_str(), describe_settings(engine).c_str());
 
   const m::Cluster job = base;
@@ -203,6 +225,8 @@ int estimate(const EstimateOptions& o) {
               "negotiation %.1f; %d collectives in %d cycles (%s)\n",
               p.engine_busy_s * 1e3, p.wire.bandwidth_s * 1e3, p.wire.latency_s * 1e3, p.wire.reduce_s * 1e3,
               p.copy_s * 1e3, p.negotiation_s * 1e3, p.collectives, p.cycles, algorithms_used(p).c_str());
+  if (p.compute_slowed_s > 0)
+    std::printf("  compute slowed by collectives: %.1f ms longer than alone\n", p.compute_slowed_s * 1e3);
 
   std::vector<std::vector<std::string>> rows;
   rows.push_back({"GPUs", "nodes x GPUs", "step ms", "not hidden ms", "efficiency", "links allow", "images/s"});

@@ -58,6 +58,8 @@ int main(int argc, char** argv) {
       "estimate", "Predict a model's step time and scaling efficiency on this cluster (docs/model.md)");
   estimate->add_option("file", est.file, "The job file (its nodes x GPUs)")->capture_default_str();
   estimate->add_option("--site", est.site, "Site file with a network: section (default /etc/riseml/site.yml)");
+  estimate->add_option("--network", est.network,
+                       "A file with a network: section that replaces the site's (riseml-bench --fit writes one)");
   estimate->add_option("--workload", est.workload,
                        "resnet50, resnet101, inception_v3, vgg16, or a workload file (riseml-replay's format)")
       ->required();
@@ -76,6 +78,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1024));
   estimate->add_option("--compute-scale", est.compute_scale, "Multiply every compute time (0.5: a GPU twice as fast)")
       ->check(CLI::Range(0.001, 1000.0));
+  estimate->add_option("--overlap-slowdown", est.overlap_slowdown,
+                       "Share of compute speed lost while a collective runs (0-0.99; default: the site's)")
+      ->check(CLI::Range(0.0, 0.99));
   estimate->add_option("--plot", est.plot, "Also draw efficiency against GPUs into this PNG (python3-matplotlib)");
 
   // The job verbs: ID is what riseml submit printed, or ID.K for experiment K of a sweep.

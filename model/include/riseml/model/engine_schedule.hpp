@@ -36,6 +36,7 @@ struct Prediction {
   double engine_busy_s = 0; // wire + copy + negotiation
   double queue_s = 0;       // summed over tensors: ready until its cycle starts
   double backward_end_s = 0;   // when the last gradient's compute (and the tail) ends
+  double compute_slowed_s = 0; // how much later that is because collectives slowed compute
   int cycles = 0, collectives = 0;
   double bytes_per_rank = 0;   // all gradients, as sent
   std::map<Algorithm, int> algorithms;  // collectives run by each algorithm

@@ -26,6 +26,11 @@ struct Cluster {
   double reduce_s_per_byte = 0;
   // Copying tensors into and out of the fusion buffer, bytes per second (0: free).
   double copy_Bps = 0;
+  // The share of compute speed lost while a collective runs (fusion copies and transfer), 0..<1:
+  // on a GPU, NCCL's kernels take SMs and memory bandwidth from the backward pass, and on a
+  // PCIe machine its copies take the bus. 0: compute never slows (riseml-replay sleeps its
+  // compute, so 0 is exact there).
+  double overlap_slowdown = 0;
   int ranks() const { return nodes * ranks_per_node; }
 };
 

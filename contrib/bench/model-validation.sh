@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The step model (docs/model.md) against measurement: per link rate and node count, first
+# `riseml-bench --fit` on those nodes (the model's link, reduction and copy parameters), then
+# riseml-replay of each model in float32 and with --fp16, one rank per node. model_validation.py
+# then sets `riseml estimate --network` of each fit beside each replay (docs/scaling.md).
+#   sudo contrib/bench/model-validation.sh OUT_DIR [--rates 1gbit,2.5gbit] [--nodes 2,4,8]
+#        [--models resnet50,resnet101,inception_v3,vgg16] [--steps 3]
+# Writes OUT_DIR/fit-RATE-NN.yml (and .log), OUT_DIR/replay.txt (one summary line a run) and
+# OUT_DIR/replay-*.log.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source-path=SCRIPTDIR source=sweep-lib.sh
+. "$repo/contrib/bench/sweep-lib.sh"
+out=${1:?usage: $0 OUT_DIR [--rates ...] [--nodes ...] [--models ...] [--steps 3]}
+shift
+rates=1gbit,2.5gbit nodes=2,4,8 models=resnet50,resnet101,inception_v3,vgg16 steps=3
+while [ $# -gt 0 ]; do
+  case $1 in
+    --rates) rates=$2 ;; --nodes) nodes=$2 ;; --models) models=$2 ;; --steps) steps=$2 ;;
+    *) echo "model-validation: unknown argument $1" >&2; exit 2 ;;
+  esac
+  shift 2
+done
+bench=${RISEML_BENCH:-$repo/build/allreduce/bench/riseml-bench}
+replay=${RISEML_REPLAY:-$repo/build/allreduce/bench/riseml-replay}
+sweep_need model-validation "$bench" RISEML_BENCH
+sweep_need model-validation "$replay" RISEML_REPLAY
+mkdir -p "$out"
+IFS=, read -r -a rate_list <<<"$rates"
+IFS=, read -r -a node_list <<<"$nodes"
+IFS=, read -r -a model_list <<<"$models"
+max_nodes=$(sweep_max "$nodes")
+
+for rate in "${rate_list[@]}"; do
+  "$repo/contrib/slurm/testbed/up" "$max_nodes" --link "$rate" >/dev/null
+  for n in "${node_list[@]}"; do
+    fit="$out/fit-$rate-N$n.yml"
+    timeout 600 srun -N "$n" --ntasks-per-node 1 --mpi=pmix --export=ALL "$bench" --fit "$fit" \
+      >"${fit%.yml}.log" 2>&1 || echo "model-validation: ${fit%.yml}.log failed" >&2
+    for model in "${model_list[@]}"; do
+      for variant in fp32 fp16; do
+        extra=()
+        [ "$variant" = fp16 ] && extra=(--fp16)
+        log="$out/replay-$rate-N$n-$model-$variant.log"
+        timeout 900 srun -N "$n" --ntasks-per-node 1 --mpi=pmix --export=ALL \
+          "$replay" "$model" --steps "$steps" --warmup 1 "${extra[@]}" >"$log" 2>&1 ||
+          echo "model-validation: $log failed" >&2
+        line=$(grep '^replay: ' "$log" || echo "replay: model=$model failed")
+        echo "rate=$rate nodes=$n variant=$variant $line" | tee -a "$out/replay.txt"
+      done
+    done
+  done
+done

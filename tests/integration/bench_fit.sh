@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# riseml-bench --fit on two fake hosts of two ranks each (RISEML_HOST_KEY): TCP between the
+# hosts, shared memory inside. The file it writes must hold both links, the reduction and copy
+# rates, and be read by `riseml estimate --network`; numbers must be sane (positive, latency
+# below a millisecond), not any particular speed. A path it cannot write fails with the path.
+# Arguments: riseml-launch, riseml-bench, riseml (the CLI).
+set -euo pipefail
+launch=${1:?usage: bench_fit.sh RISEML_LAUNCH RISEML_BENCH RISEML_CLI}
+bench=${2:?}
+riseml=${3:?}
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# shellcheck disable=SC2016  # expanded by each rank's shell
+"$launch" -n 4 --timeout 150 -- sh -c 'RISEML_HOST_KEY=fake$((PMIX_RANK / 2)) exec "$0" --fit "$1" --rounds 1' \
+  "$bench" "$dir/net.yml" >"$dir/out.txt" 2>&1 || { cat "$dir/out.txt"; fail "riseml-bench --fit failed"; }
+cat "$dir/out.txt"
+grep -q '^# riseml-bench --fit: 2 hosts x 2 ranks' "$dir/out.txt" || fail "not 2 hosts x 2 ranks"
+grep -q '^# check: ring allreduce over the 2 hosts' "$dir/out.txt" || fail "no check of the fit"
+cat "$dir/net.yml"
+grep -q '^  gpus_per_node: 2$' "$dir/net.yml" || fail "gpus_per_node"
+for key in nodes_link intra_node; do
+  line=$(grep "^  $key: {bandwidth: " "$dir/net.yml") || fail "no $key"
+  us=$(sed -n 's/.*latency: \([0-9.e+-]*\)us}.*/\1/p' <<<"$line")
+  awk -v us="$us" 'BEGIN { exit !(us >= 0 && us < 1000) }' || fail "$key latency $us us"
+done
+grep -q '^  reduce_bandwidth: [0-9.]*GB/s$' "$dir/net.yml" || fail "reduce_bandwidth"
+grep -q '^  copy_bandwidth: [0-9.]*GB/s$' "$dir/net.yml" || fail "copy_bandwidth"
+
+"$riseml" estimate --network "$dir/net.yml" --workload resnet50 --nodes 2 >"$dir/est.txt" 2>&1 ||
+  { cat "$dir/est.txt"; fail "riseml estimate does not read the fit"; }
+grep -q "network ($dir/net.yml): between nodes" "$dir/est.txt" || fail "estimate did not use the file"
+grep -q 'this job: 2 nodes x 2 GPUs = 4 ranks' "$dir/est.txt" || fail "estimate shape"
+
+# An unwritable path: exit 1 naming it, and no partial file.
+if "$launch" -n 2 --timeout 60 -- "$bench" --fit /proc/riseml-no/net.yml --rounds 1 >"$dir/bad.txt" 2>&1; then
+  fail "--fit into /proc succeeded"
+fi
+grep -q 'cannot write /proc/riseml-no/net.yml' "$dir/bad.txt" || { cat "$dir/bad.txt"; fail "no message"; }
+echo "bench_fit: ok"
