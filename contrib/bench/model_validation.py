@@ -97,7 +97,7 @@ def main():
             ax.set_xticks(sorted({c["nodes"] for c in cells}))
             ax.set_ylim(0, 1)
             ax.grid(alpha=0.3)
-        axes[0][-1].legend(fontsize=7, loc="upper right")
+        axes[0][0].legend(fontsize=7, loc="upper right")  # the 1 Gbit/s panel is empty there
         fig.tight_layout()
         fig.savefig(a.plot, dpi=110)
         print(f"wrote {a.plot}", file=sys.stderr)

@@ -97,6 +97,18 @@ TEST(EstimateCli, MeasuredNetworkFileReplacesTheSites) {
   EXPECT_TRUE(contains(none.err, "horovod-32x4.yml"));
 }
 
+// The annotated example an admin starts from stays readable, network: section included.
+TEST(EstimateCli, TheSiteExampleHasAUsableNetwork) {
+  REQUIRE_CLI();
+  const fs::path example = source_dir().parent_path().parent_path() / "contrib" / "site" / "site.example.yml";
+  const CommandResult r = run_command({cli_path(), "estimate", "horovod-32x4.yml", "--site", example.string(),
+                                       "--workload", "resnet101"},
+                                      here());
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "this job: 32 nodes x 4 GPUs = 128 ranks")) << r.out;
+  EXPECT_TRUE(contains(r.out, "compute runs at 70% of its speed while a collective runs")) << r.out;
+}
+
 TEST(EstimateCli, UnknownWorkloadNamesTheModelsShipped) {
   REQUIRE_CLI();
   const CommandResult r = run_command({cli_path(), "estimate", "horovod-32x4.yml", "--site", network_site(),
