@@ -143,13 +143,11 @@ int run_link_fit(Rendezvous& rendezvous, Communicator& comm, const std::string& 
   std::optional<Measured> nodes;
   std::vector<std::string> checks;
   if (layout.hosts > 1) {
-    std::vector<int> column;
-    if (layout.local_index == 0) column = layout.cross_ranks;
-    // Everyone needs the column: rank r is in it when its local index is 0.
+    // Every rank needs the column (to stand by or join): rank r is in it when its local index is 0.
     std::vector<int> flags(static_cast<std::size_t>(comm.size()), 0);
     std::int32_t mine = layout.local_index == 0 ? 1 : 0;
     comm.allgather(&mine, flags.data(), 1, DataType::int32);
-    column.clear();
+    std::vector<int> column;
     for (int r = 0; r < comm.size(); ++r)
       if (flags[static_cast<std::size_t>(r)]) column.push_back(r);
     std::unique_ptr<SubsetRendezvous> holder;
