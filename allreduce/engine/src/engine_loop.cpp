@@ -78,6 +78,7 @@ EngineLoop::EngineLoop(Rendezvous& rendezvous, const CommunicatorOptions& commun
   rank_ = comm_->rank();
   size_ = comm_->size();
   joined_.assign(static_cast<std::size_t>(size_), false);
+  stuck_.assign(static_cast<std::size_t>(size_), false);
   if (rank_ == 0 && !options_.timeline_path.empty()) timeline_.open(options_.timeline_path);
   thread_ = std::thread([this] { run(); });
 }
@@ -210,6 +211,7 @@ Handle EngineLoop::enqueue(Request request) {
   const int device = request.tensors.empty() ? -1 : request.tensors.front().device;
   if (device >= 0) ready = mark_ready(device, request.stream);
   auto handle = std::make_shared<HandleState>();
+  handle->census = census_;
   {
     std::lock_guard lock(mutex_);
     if (device >= 0) {
@@ -452,6 +454,7 @@ bool EngineLoop::cycle() {
     }
   }
   if (rank_ == 0) mine.stalled = std::exchange(stall_outbox_, {});
+  mine.stuck = locally_stuck(Clock::now());
   for (const std::string& name : fresh) {
     Local* l = local(name);
     if (l == nullptr)  // a bug, but one that fails the handles instead of the process
@@ -512,6 +515,7 @@ bool EngineLoop::cycle() {
     Message m = decode(all.data() + offset, counts[ur], r);
     offset += counts[ur];
     if (m.shutdown && shutdown_by < 0) shutdown_by = r;
+    stuck_[ur] = m.stuck;
     if (m.join) {
       joined_[ur] = true;
       last_joined_ = r;
@@ -565,8 +569,10 @@ bool EngineLoop::cycle() {
   }
   execute_allreduces(allreduces, now);
   for (Global* g : others) execute_other(*g, now);
+  bool progressed = false;  // something finished this cycle: the stuck flags sent are stale
   for (auto it = table_.begin(); it != table_.end();) {
     if (it->second.metas.empty()) {  // finished
+      progressed = true;
       it = table_.erase(it);
     } else {
       ++it;
@@ -584,11 +590,12 @@ bool EngineLoop::cycle() {
       h->join_result = last_joined_;
       h->complete();
     }
+    progressed = true;
     joined_.assign(joined_.size(), false);
     join_sent_ = false;
   }
 
-  if (rank_ == 0) check_stalls(now);
+  if (rank_ == 0) check_stalls(now, progressed);
 
   if (shutdown_by >= 0) {
     stop_all(CollectiveError(ErrorKind::aborted, "riseml: the engine was shut down (rank " +
@@ -908,8 +915,27 @@ bool EngineLoop::busy_elsewhere(const std::vector<int>& ranks, const Global& bar
   return false;
 }
 
-void EngineLoop::check_stalls(Clock::time_point now) {
-  if (options_.stall_check.count() == 0) return;
+bool EngineLoop::locally_stuck(Clock::time_point now) {
+  if (options_.deadlock_shutdown.count() == 0) return false;
+  const std::uint64_t finished = census_->finished.load();
+  if (census_->waiting.load() == 0 || finished != census_finished_seen_) {
+    census_finished_seen_ = finished;
+    stuck_since_.reset();
+    return false;
+  }
+  if (!stuck_since_) stuck_since_ = now;
+  return now - *stuck_since_ >= options_.deadlock_shutdown;
+}
+
+void EngineLoop::check_stalls(Clock::time_point now, bool progressed) {
+  // Every rank has a thread waiting on this engine and none of its handles has finished for
+  // deadlock_shutdown: what is pending cannot become ready (the waiting threads cannot submit
+  // the rest), so it fails now, on every rank, whatever stall_shutdown says. Not in a cycle
+  // where something finished: the flags were sent before, and a rank whose collective just
+  // failed (a verdict) is about to go on, perhaps to the barrier the others wait in.
+  const bool deadlocked = options_.deadlock_shutdown.count() > 0 && !progressed && !table_.empty() &&
+                          std::all_of(stuck_.begin(), stuck_.end(), [](bool s) { return s; });
+  if (options_.stall_check.count() == 0 && !deadlocked) return;
   for (auto& [seq, g] : table_) {
     std::vector<int> have, missing;
     for (int r = 0; r < size_; ++r) {
@@ -924,13 +950,22 @@ void EngineLoop::check_stalls(Clock::time_point now) {
     // on some ranks only goes on to the same tearDown barrier as the others).
     if (reference(g).kind == OpKind::barrier && busy_elsewhere(missing, g)) g.first_seen = now;
     const auto age = now - g.first_seen;
-    if (age < options_.stall_check) continue;
     char secs[32];
     std::snprintf(secs, sizeof secs, "%.1f", std::chrono::duration<double>(age).count());
     std::string msg = "riseml: stall: " + std::string(kind_name(reference(g).kind)) + " '" +
                       g.name + "' was submitted by " + rank_list(have) + " but not by " +
                       rank_list(missing) + " for " + secs +
                       " s (a rank skipped a collective, or named it differently)";
+    // In a deadlock a barrier whose missing ranks wait on another collective is left alone: that
+    // one fails, and its ranks can still come to the barrier (as with the stall limit below).
+    const bool barrier_waits_for_busy = reference(g).kind == OpKind::barrier && busy_elsewhere(missing, g);
+    if (deadlocked && !g.verdict_sent && !barrier_waits_for_busy) {
+      g.verdict_sent = true;
+      stall_outbox_.push_back({seq, g.name, msg + "; deadlock: every rank is waiting for a collective that "
+                                                  "no rank can start, so it gave up (RISEML_DEADLOCK_S)"});
+      continue;
+    }
+    if (options_.stall_check.count() == 0 || age < options_.stall_check) continue;
     if (!g.warned) {
       g.warned = true;
       options_.warn(msg);

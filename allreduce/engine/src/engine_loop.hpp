@@ -99,7 +99,10 @@ class EngineLoop {
   // Built at the first device request every rank runs (collective, in the same cycle).
   DevicePath& device_path(const Local* l);
   void finish(Global& g, const std::optional<CollectiveError>& error);
-  void check_stalls(Clock::time_point now);
+  void check_stalls(Clock::time_point now, bool progressed);
+  // This rank's say for deadlock detection: a thread has waited on one of the engine's handles,
+  // with none finishing, for deadlock_shutdown.
+  bool locally_stuck(Clock::time_point now);
   void stop_all(const CollectiveError& error);
   Local* local(const std::string& name);
   void trace_negotiation(const std::string& name, Clock::time_point ready_at,
@@ -135,6 +138,12 @@ class EngineLoop {
   std::vector<CacheEntry> cache_;
   std::unordered_map<std::string, std::uint32_t> cache_index_;
   std::vector<bool> joined_;
+  // Deadlock detection (check_stalls): this process's waits on the engine's handles; since when
+  // a thread has waited with no handle finishing; each rank's say on it this cycle.
+  std::shared_ptr<WaitCensus> census_ = std::make_shared<WaitCensus>();
+  std::uint64_t census_finished_seen_ = 0;
+  std::optional<Clock::time_point> stuck_since_;
+  std::vector<bool> stuck_;
   int last_joined_ = -1;
   bool join_sent_ = false;
   std::vector<StallVerdict> stall_outbox_;

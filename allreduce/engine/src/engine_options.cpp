@@ -45,6 +45,9 @@ EngineOptions EngineOptions::from_environment() {
   if (auto v = lookup("RISEML_STALL_SHUTDOWN_S", "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS"))
     o.stall_shutdown =
         std::chrono::milliseconds(static_cast<std::int64_t>(parse_number(*v) * 1000.0));
+  if (auto v = lookup("RISEML_DEADLOCK_S", "RISEML_DEADLOCK_S"))
+    o.deadlock_shutdown =
+        std::chrono::milliseconds(static_cast<std::int64_t>(parse_number(*v) * 1000.0));
   // DYNAMIC (Horovod's word): no file until Engine::start_timeline(path).
   if (auto v = lookup("RISEML_TIMELINE", "HOROVOD_TIMELINE"); v && v->second != "DYNAMIC")
     o.timeline_path = v->second;

@@ -24,7 +24,11 @@ bool Handle::poll() const {
 void Handle::wait() const {
   HandleState& s = checked(state_);
   std::unique_lock lock(s.mutex);
-  s.done_changed.wait(lock, [&] { return s.done; });
+  if (!s.done) {
+    if (s.census) s.census->waiting.fetch_add(1);
+    s.done_changed.wait(lock, [&] { return s.done; });
+    if (s.census) s.census->waiting.fetch_sub(1);
+  }
   if (s.error) throw *s.error;
 }
 

@@ -11,6 +11,8 @@
 #include <optional>
 #include <vector>
 
+#include "wait_census.hpp"
+
 namespace riseml::engine {
 
 struct HandleState {
@@ -25,12 +27,15 @@ struct HandleState {
   std::shared_ptr<void> device_output;  // allgather of device tensors (freed with the state)
   std::size_t device_output_bytes = 0;
   int join_result = -1;
+  // The engine's census: waits on this handle and its finishing are counted there.
+  std::shared_ptr<WaitCensus> census;
 
   void complete() {
     {
       std::lock_guard lock(mutex);
       done = true;
     }
+    if (census) census->finished.fetch_add(1);
     done_changed.notify_all();
   }
   void fail(const CollectiveError& e) {
@@ -40,6 +45,7 @@ struct HandleState {
       error = e;
       done = true;
     }
+    if (census) census->finished.fetch_add(1);
     done_changed.notify_all();
   }
 };

@@ -50,6 +50,7 @@ struct StallVerdict {
 struct Message {
   bool shutdown = false;
   bool join = false;
+  bool stuck = false;  // a thread waits on this engine and nothing finished for deadlock_shutdown
   std::vector<StallVerdict> stalled;  // rank 0 only
   std::vector<WireEntry> entries;
 };

@@ -23,6 +23,12 @@ struct EngineOptions {
   // After this long a stalled tensor fails on the ranks that submitted it (0: never).
   // RISEML_STALL_SHUTDOWN_S / HOROVOD_STALL_SHUTDOWN_TIME_SECONDS.
   std::chrono::milliseconds stall_shutdown = std::chrono::milliseconds(0);
+  // A deadlock fails what is pending on every rank after this long: every rank has a thread
+  // blocked waiting on one of this engine's handles, and none has finished meanwhile (the ranks
+  // called collectives in different orders, or one skipped one, and each now waits for its own;
+  // Horovod hangs there). A rank that computes, or waits on another engine, holds it off.
+  // RISEML_DEADLOCK_S; 0 disables it.
+  std::chrono::milliseconds deadlock_shutdown = std::chrono::seconds(30);
   // Chrome trace (chrome://tracing, Perfetto) written by rank 0. RISEML_TIMELINE / HOROVOD_TIMELINE.
   std::string timeline_path;
   // Where warnings (stall reports) go; default: one line on stderr.
