@@ -11,25 +11,11 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source-path=SCRIPTDIR source=sweep-lib.sh
 . "$repo/contrib/bench/sweep-lib.sh"
-out=${1:?usage: $0 OUT_DIR [--rates ...] [--nodes ...] [--models ...] [--steps 3]}
-shift
-rates=1gbit,2.5gbit nodes=2,4,8 models=resnet50,resnet101,inception_v3,vgg16 steps=3
-while [ $# -gt 0 ]; do
-  case $1 in
-    --rates) rates=$2 ;; --nodes) nodes=$2 ;; --models) models=$2 ;; --steps) steps=$2 ;;
-    *) echo "model-validation: unknown argument $1" >&2; exit 2 ;;
-  esac
-  shift 2
-done
+sweep_replay_args model-validation "$@"
 bench=${RISEML_BENCH:-$repo/build/allreduce/bench/riseml-bench}
 replay=${RISEML_REPLAY:-$repo/build/allreduce/bench/riseml-replay}
 sweep_need model-validation "$bench" RISEML_BENCH
 sweep_need model-validation "$replay" RISEML_REPLAY
-mkdir -p "$out"
-IFS=, read -r -a rate_list <<<"$rates"
-IFS=, read -r -a node_list <<<"$nodes"
-IFS=, read -r -a model_list <<<"$models"
-max_nodes=$(sweep_max "$nodes")
 
 for rate in "${rate_list[@]}"; do
   "$repo/contrib/slurm/testbed/up" "$max_nodes" --link "$rate" >/dev/null

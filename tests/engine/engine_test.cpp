@@ -262,6 +262,13 @@ EngineOptions stall_limits(int check_ms, int shutdown_ms) {
   return o;
 }
 
+// No stall limits; a deadlock gives up after `ms`.
+EngineOptions deadlock_limit(int ms) {
+  EngineOptions o = stall_limits(0, 0);
+  o.deadlock_shutdown = std::chrono::milliseconds(ms);
+  return o;
+}
+
 TEST(Engine, StallIsReportedWithTheMissingRanks) {
   std::mutex m;
   std::vector<std::string> warnings;
@@ -338,11 +345,7 @@ TEST(Engine, ADeadlockFailsOnEveryRankWithNoStallLimitSet) {
   // Ranks out of step, each waiting for its own collective: Horovod (stall shutdown off, its
   // default) hangs. Every rank is waiting and nothing finishes, so after the deadlock limit
   // both collectives fail, naming the ranks, and the engine goes on.
-  auto opts = [](int) {
-    EngineOptions o = stall_limits(0, 0);
-    o.deadlock_shutdown = std::chrono::milliseconds(300);
-    return o;
-  };
+  auto opts = [](int) { return deadlock_limit(300); };
   run_engines(3, opts, [&](Engine& e, int rank) {
     std::vector<float> x(2, 1.0f);
     const auto start = std::chrono::steady_clock::now();
@@ -366,11 +369,7 @@ TEST(Engine, InADeadlockABarrierWaitsForTheRankWhoseCollectiveFails) {
   // Horovod's test file on 3 ranks: ranks 0 and 2 went on to the tearDown barrier, rank 1 waits
   // in a collective they never call. The collective fails; the barrier is left to complete once
   // rank 1 comes, and the ranks are in step again.
-  auto opts = [](int) {
-    EngineOptions o = stall_limits(0, 0);
-    o.deadlock_shutdown = std::chrono::milliseconds(300);
-    return o;
-  };
+  auto opts = [](int) { return deadlock_limit(300); };
   run_engines(3, opts, [&](Engine& e, int rank) {
     std::vector<float> x(2, 1.0f);
     if (rank == 1) {
@@ -392,11 +391,7 @@ TEST(Engine, InADeadlockABarrierWaitsForTheRankWhoseCollectiveFails) {
 TEST(Engine, ARankThatComputesHoldsOffTheDeadlockVerdict) {
   // Rank 0 waits far longer than the deadlock limit, but rank 1 is computing (no thread of it
   // waits on the engine), so it is a slow rank, not a deadlock: the allreduce completes.
-  auto opts = [](int) {
-    EngineOptions o = stall_limits(0, 0);
-    o.deadlock_shutdown = std::chrono::milliseconds(200);
-    return o;
-  };
+  auto opts = [](int) { return deadlock_limit(200); };
   run_engines(2, opts, [&](Engine& e, int rank) {
     std::vector<float> x(2, 1.0f);
     if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(1000));
