@@ -1,6 +1,10 @@
 """Failures that reach every rank as riseml.RisemlError. Run under riseml-launch -n 3:
   stall     (RISEML_STALL_CHECK_S=0.2 RISEML_STALL_SHUTDOWN_S=0.5): rank 1 never submits a
             tensor; ranks 0 and 2 get an error naming rank 1.
+  deadlock  (RISEML_DEADLOCK_S=0.5, no stall limit): ranks out of step as after a test that
+            failed on one rank only: ranks 0 and 2 wait in a barrier, rank 1 in an allreduce they
+            never call. Horovod hangs; here rank 1's allreduce fails with HorovodInternalError
+            naming the deadlock, the barrier completes when rank 1 comes, and the ranks go on.
   shutdown  rank 1 shuts down early; the others' next collective fails saying so.
   timeline  (RISEML_TIMELINE=file): rank 0 writes a valid Chrome trace with every phase.
 """
@@ -28,6 +32,23 @@ def main(mode):
                 msg = str(e)
                 assert "stall: allreduce 'skipped.by.rank1' was submitted by ranks 0, 2 but not by rank 1" in msg, msg
                 print("rank %d got: %s" % (hvd.rank(), msg), flush=True)
+    elif mode == "deadlock":
+        started = time.monotonic()
+        if hvd.rank() == 1:
+            try:
+                hvd.allreduce(np.ones(2), name="only.rank1")
+                raise AssertionError("no deadlock error")
+            except hvd.HorovodInternalError as e:
+                msg = str(e)
+                assert "deadlock: every rank is waiting" in msg, msg
+                assert "'only.rank1' was submitted by rank 1 but not by ranks 0, 2" in msg, msg
+                print("rank 1 got: %s" % msg, flush=True)
+            time.sleep(0.3)  # a test runner reporting the failure before its tearDown
+        hvd.barrier()
+        waited = time.monotonic() - started
+        assert 0.5 <= waited < 30, waited
+        total = hvd.allreduce(np.ones(2), op=hvd.Sum, name="in.step")
+        assert total.tolist() == [3.0, 3.0], total
     elif mode == "shutdown":
         hvd.barrier()
         if hvd.rank() == 1:
