@@ -948,30 +948,31 @@ void EngineLoop::check_stalls(Clock::time_point now, bool progressed) {
     // A barrier's clock stops while a rank it waits for is busy with a collective of its own:
     // that one stalls and gives up first, and the rank may then still come (a test that failed
     // on some ranks only goes on to the same tearDown barrier as the others).
-    if (reference(g).kind == OpKind::barrier && busy_elsewhere(missing, g)) g.first_seen = now;
+    const bool barrier_waits_for_busy = reference(g).kind == OpKind::barrier && busy_elsewhere(missing, g);
+    if (barrier_waits_for_busy) g.first_seen = now;
     const auto age = now - g.first_seen;
-    char secs[32];
-    std::snprintf(secs, sizeof secs, "%.1f", std::chrono::duration<double>(age).count());
-    std::string msg = "riseml: stall: " + std::string(kind_name(reference(g).kind)) + " '" +
-                      g.name + "' was submitted by " + rank_list(have) + " but not by " +
-                      rank_list(missing) + " for " + secs +
-                      " s (a rank skipped a collective, or named it differently)";
+    auto message = [&] {  // built only when it is said (rank 0 checks every cycle)
+      char secs[32];
+      std::snprintf(secs, sizeof secs, "%.1f", std::chrono::duration<double>(age).count());
+      return "riseml: stall: " + std::string(kind_name(reference(g).kind)) + " '" + g.name +
+             "' was submitted by " + rank_list(have) + " but not by " + rank_list(missing) + " for " +
+             secs + " s (a rank skipped a collective, or named it differently)";
+    };
     // In a deadlock a barrier whose missing ranks wait on another collective is left alone: that
     // one fails, and its ranks can still come to the barrier (as with the stall limit below).
-    const bool barrier_waits_for_busy = reference(g).kind == OpKind::barrier && busy_elsewhere(missing, g);
     if (deadlocked && !g.verdict_sent && !barrier_waits_for_busy) {
       g.verdict_sent = true;
-      stall_outbox_.push_back({seq, g.name, msg + "; deadlock: every rank is waiting for a collective that "
-                                                  "no rank can start, so it gave up (RISEML_DEADLOCK_S)"});
+      stall_outbox_.push_back({seq, g.name, message() + "; deadlock: every rank is waiting for a collective that "
+                                                        "no rank can start, so it gave up (RISEML_DEADLOCK_S)"});
       continue;
     }
     if (options_.stall_check.count() == 0 || age < options_.stall_check) continue;
+    const std::string msg = message();
     if (!g.warned) {
       g.warned = true;
       options_.warn(msg);
     }
     if (options_.stall_shutdown.count() > 0 && age >= options_.stall_shutdown && !g.verdict_sent) {
-
       g.verdict_sent = true;
       stall_outbox_.push_back({seq, g.name, msg + "; gave up after RISEML_STALL_SHUTDOWN_S"});
     }
