@@ -24,16 +24,8 @@ for rate in "${rate_list[@]}"; do
     timeout 600 srun -N "$n" --ntasks-per-node 1 --mpi=pmix --export=ALL "$bench" --fit "$fit" \
       >"${fit%.yml}.log" 2>&1 || echo "model-validation: ${fit%.yml}.log failed" >&2
     for model in "${model_list[@]}"; do
-      for variant in fp32 fp16; do
-        extra=()
-        [ "$variant" = fp16 ] && extra=(--fp16)
-        log="$out/replay-$rate-N$n-$model-$variant.log"
-        timeout 900 srun -N "$n" --ntasks-per-node 1 --mpi=pmix --export=ALL \
-          "$replay" "$model" --steps "$steps" --warmup 1 "${extra[@]}" >"$log" 2>&1 ||
-          echo "model-validation: $log failed" >&2
-        line=$(grep '^replay: ' "$log" || echo "replay: model=$model failed")
-        echo "rate=$rate nodes=$n variant=$variant $line" | tee -a "$out/replay.txt"
-      done
+      sweep_replay_run model-validation "$rate" "$n" "$model" fp32 1
+      sweep_replay_run model-validation "$rate" "$n" "$model" fp16 1 --fp16
     done
   done
 done

@@ -19,20 +19,10 @@ for rate in "${rate_list[@]}"; do
   "$repo/contrib/slurm/testbed/up" "$max_nodes" --link "$rate" >/dev/null
   for n in "${node_list[@]}"; do
     for model in "${model_list[@]}"; do
-      for variant in fp32 fp16 hier ring; do
-        ppn=1 algo=auto extra=()
-        case $variant in
-          fp16) extra=(--fp16) ;;
-          hier) ppn=2 ;;
-          ring) ppn=2 algo=ring ;;
-        esac
-        log="$out/replay-$rate-N$n-$model-$variant.log"
-        RISEML_ALGORITHM=$algo timeout 900 srun -N "$n" --ntasks-per-node "$ppn" --mpi=pmix --export=ALL \
-          "$replay" "$model" --steps "$steps" --warmup 1 "${extra[@]}" >"$log" 2>&1 ||
-          echo "replay-sweep: $log failed" >&2
-        line=$(grep '^replay: ' "$log" || echo "replay: model=$model failed")
-        echo "rate=$rate nodes=$n variant=$variant $line" | tee -a "$out/replay.txt"
-      done
+      RISEML_ALGORITHM=auto sweep_replay_run replay-sweep "$rate" "$n" "$model" fp32 1
+      RISEML_ALGORITHM=auto sweep_replay_run replay-sweep "$rate" "$n" "$model" fp16 1 --fp16
+      RISEML_ALGORITHM=auto sweep_replay_run replay-sweep "$rate" "$n" "$model" hier 2
+      RISEML_ALGORITHM=ring sweep_replay_run replay-sweep "$rate" "$n" "$model" ring 2
     done
   done
 done

@@ -37,3 +37,19 @@ sweep_replay_args() {
   IFS=, read -r -a model_list <<<"$models"
   max_nodes=$(sweep_max "$nodes")
 }
+
+# One replay of a sweep: sweep_replay_run NAME RATE NODES MODEL VARIANT RANKS_PER_NODE [ARGS...]
+# (the environment passes through, e.g. RISEML_ALGORITHM). Its whole output goes to
+# $out/replay-RATE-NNODES-MODEL-VARIANT.log, its summary line (or a "failed" one) to
+# $out/replay.txt and stdout. Uses the sweep's out, steps and replay (the riseml-replay binary).
+# shellcheck disable=SC2154  # replay is set by the sweep that sources this
+sweep_replay_run() {
+  local name=$1 rate=$2 n=$3 model=$4 variant=$5 ppn=$6 log line
+  shift 6
+  log="$out/replay-$rate-N$n-$model-$variant.log"
+  timeout 900 srun -N "$n" --ntasks-per-node "$ppn" --mpi=pmix --export=ALL \
+    "$replay" "$model" --steps "$steps" --warmup 1 "$@" >"$log" 2>&1 ||
+    echo "$name: $log failed" >&2
+  line=$(grep '^replay: ' "$log" || echo "replay: model=$model failed")
+  echo "rate=$rate nodes=$n variant=$variant $line" | tee -a "$out/replay.txt"
+}
