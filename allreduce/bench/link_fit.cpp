@@ -186,19 +186,16 @@ int run_link_fit(Rendezvous& rendezvous, Communicator& comm, const std::string& 
   // Inside a node: the ranks of the first host.
   std::optional<Measured> intra;
   if (per_node > 1) {
-    std::vector<int> first_host(layout.local_ranks);
+    std::unique_ptr<SubsetRendezvous> holder;
+    std::unique_ptr<Communicator> sub;
+    Communicator* on = &comm;  // one host: all of it
     if (layout.hosts > 1) {
       // The first host's ranks: the host of rank 0, known to all through a broadcast.
       std::vector<std::int32_t> host0(static_cast<std::size_t>(per_node), -1);
       if (comm.rank() == 0) std::copy(layout.local_ranks.begin(), layout.local_ranks.end(), host0.begin());
       comm.broadcast(host0.data(), host0.size(), DataType::int32, 0);
-      first_host.assign(host0.begin(), host0.end());
-    }
-    std::unique_ptr<SubsetRendezvous> holder;
-    std::unique_ptr<Communicator> sub;
-    Communicator* on = &comm;
-    if (layout.hosts > 1) {
-      sub = sub_communicator(rendezvous, comm, first_host, holder, "riseml-fit-intra");
+      sub = sub_communicator(rendezvous, comm, std::vector<int>(host0.begin(), host0.end()), holder,
+                             "riseml-fit-intra");
       on = sub.get();
     }
     if (on) {
@@ -218,20 +215,17 @@ int run_link_fit(Rendezvous& rendezvous, Communicator& comm, const std::string& 
     << "# reduce/copy: float32 add and memcpy of 16 MiB on every rank at once.\n"
     << "network:\n"
     << "  gpus_per_node: " << per_node << "\n";
-  if (nodes) {
-    y << "  nodes_link: {bandwidth: " << rate_text(nodes->link.bandwidth_Bps)
-      << ", latency: " << latency_text(nodes->link.latency_s) << "}   # " << nodes->ranks
-      << " hosts; fit within " << std::lround(100 * nodes->link.max_relative_error) << "%\n";
-  } else {
-    y << "  # nodes_link: not measured (one host); run the fit across nodes (srun -N2 or more)\n";
-  }
-  if (intra) {
-    y << "  intra_node: {bandwidth: " << rate_text(intra->link.bandwidth_Bps)
-      << ", latency: " << latency_text(intra->link.latency_s) << "}   # " << intra->ranks
-      << " ranks of one host; fit within " << std::lround(100 * intra->link.max_relative_error) << "%\n";
-  } else {
-    y << "  # intra_node: not measured (one rank a host); the model's default applies\n";
-  }
+  auto link = [&](const char* key, const std::optional<Measured>& m, const char* over, const char* absent) {
+    if (!m) {
+      y << "  # " << key << ": not measured (" << absent << ")\n";
+      return;
+    }
+    y << "  " << key << ": {bandwidth: " << rate_text(m->link.bandwidth_Bps) << ", latency: "
+      << latency_text(m->link.latency_s) << "}   # " << m->ranks << over << "; fit within "
+      << std::lround(100 * m->link.max_relative_error) << "%\n";
+  };
+  link("nodes_link", nodes, " hosts", "one host); run the fit across nodes (srun -N2 or more");
+  link("intra_node", intra, " ranks of one host", "one rank a host); the model's default applies");
   y << "  reduce_bandwidth: " << rate_text(reduce_Bps) << "\n"
     << "  copy_bandwidth: " << rate_text(copy_Bps) << "\n";
   const std::string error = write_file_atomically(path, y.str());

@@ -49,10 +49,14 @@ class ComputeClock {
     }
     return t + work;
   }
+  // The clock moves on to `t` (a finish() it has committed to).
+  void advance_to(double t) {
+    now_ = t;
+    while (first_ < busy_.size() && busy_[first_].second <= now_) ++first_;
+  }
   // Runs `work` now; returns when it ends.
   double run(double work) {
-    now_ = finish(work);
-    while (first_ < busy_.size() && busy_[first_].second <= now_) ++first_;
+    advance_to(finish(work));
     return now_;
   }
   void busy(double from, double to) {
@@ -94,9 +98,9 @@ Prediction simulate_step(const StepProfile& profile, const Cluster& c, const Eng
       const double first = next_ready();
       if (first > start) start += std::ceil((first - start) / cycle - 1e-12) * cycle;
     }
-    while (computed < n && next_ready() <= start + 1e-12) {
-      ready[computed] = clock.run(profile.tensors[computed].compute_before_s);
-      ++computed;
+    for (double t; computed < n && (t = next_ready()) <= start + 1e-12; ++computed) {
+      ready[computed] = t;
+      clock.advance_to(t);
     }
     const std::size_t end = computed;
     ++out.cycles;
