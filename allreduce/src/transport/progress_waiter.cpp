@@ -87,8 +87,10 @@ void ProgressWaiter::wait_on_doorbell(Doorbell& bell) {
     // Spin while the peer is likely about to move (checking the clock now and then), then
     // yield for a while: a peer that was only preempted gets the CPU back the soonest while
     // this rank stays runnable.
-    const bool clock = (idle_ & 15u) == 0;
-    if (!clock || Clock::now() < spin_until_) {
+    // With no spin (more ranks than CPUs) every idle turn yields at once.
+    const bool spin = context_.spin_time().count() != 0;
+    const bool clock = !spin || (idle_ & 15u) == 0;
+    if (!clock || (spin && Clock::now() < spin_until_)) {
       cpu_relax();
       return;
     }
