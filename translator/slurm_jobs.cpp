@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -85,6 +86,27 @@ std::optional<int> exit_of(const json& j) {
   return std::nullopt;
 }
 
+// The records both commands share the shape of: a "jobs" list whose entries have a positive
+// job_id, a restart count and an exit code that means something once the state is final;
+// `fill` maps the fields whose names differ between squeue and sacct.
+std::optional<std::vector<SlurmJob>> parse_job_list(
+    const std::string& text, std::string& error,
+    const std::function<void(const json&, SlurmJob&)>& fill) {
+  auto jobs = parse_jobs(text, error);
+  if (!jobs) return std::nullopt;
+  std::vector<SlurmJob> out;
+  for (const json& j : *jobs) {
+    SlurmJob r;
+    r.job_id = num(j, "job_id");
+    if (r.job_id <= 0) continue;
+    fill(j, r);
+    r.restarts = num(j, "restart_cnt");
+    if (is_final_state(r.state)) r.exit_status = exit_of(field(j, "exit_code"));
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
 }  // namespace
 
 int decode_wait_status(long long raw) {
@@ -101,13 +123,7 @@ bool is_final_state(const std::string& state) {
 
 std::optional<std::vector<SlurmJob>> parse_squeue_json(const std::string& text,
                                                        std::string& error) {
-  auto jobs = parse_jobs(text, error);
-  if (!jobs) return std::nullopt;
-  std::vector<SlurmJob> out;
-  for (const json& j : *jobs) {
-    SlurmJob r;
-    r.job_id = num(j, "job_id");
-    if (r.job_id <= 0) continue;
+  return parse_job_list(text, error, [](const json& j, SlurmJob& r) {
     r.array_job_id = num(j, "array_job_id");
     r.array_task_id = number(field(j, "array_task_id"));
     r.array_pending = str(j, "array_task_string");
@@ -129,22 +145,12 @@ std::optional<std::vector<SlurmJob>> parse_squeue_json(const std::string& text,
     r.submit_time = num(j, "submit_time");
     r.start_time = num(j, "start_time");
     r.end_time = num(j, "end_time");
-    r.restarts = num(j, "restart_cnt");
-    if (is_final_state(r.state)) r.exit_status = exit_of(field(j, "exit_code"));
-    out.push_back(std::move(r));
-  }
-  return out;
+  });
 }
 
 std::optional<std::vector<SlurmJob>> parse_sacct_json(const std::string& text,
                                                       std::string& error) {
-  auto jobs = parse_jobs(text, error);
-  if (!jobs) return std::nullopt;
-  std::vector<SlurmJob> out;
-  for (const json& j : *jobs) {
-    SlurmJob r;
-    r.job_id = num(j, "job_id");
-    if (r.job_id <= 0) continue;
+  return parse_job_list(text, error, [](const json& j, SlurmJob& r) {
     const json& array = field(j, "array");
     r.array_job_id = num(array, "job_id");
     if (r.array_job_id > 0) r.array_task_id = number(field(array, "task_id"));
@@ -167,11 +173,7 @@ std::optional<std::vector<SlurmJob>> parse_sacct_json(const std::string& text,
     r.submit_time = num(time, "submission");
     r.start_time = num(time, "start");
     r.end_time = num(time, "end");
-    r.restarts = num(j, "restart_cnt");
-    if (is_final_state(r.state)) r.exit_status = exit_of(field(j, "exit_code"));
-    out.push_back(std::move(r));
-  }
-  return out;
+  });
 }
 
 std::vector<long long> expand_task_string(const std::string& text, size_t limit) {
