@@ -54,11 +54,34 @@ void parse_link(YamlReader& r, const YAML::Node& node, const std::string& path, 
   }
 }
 
+std::optional<SiteNetwork::HostPath> parse_host_path(YamlReader& r, const YAML::Node& node) {
+  const std::string path = "network.host_path";
+  const std::string example = "host_path: {staging_bandwidth: 6gbyte, reduce_bandwidth: 4gbyte, latency: 20us}";
+  if (!r.expect_map(node, path, example)) return std::nullopt;
+  r.check_keys(node, path, {"staging_bandwidth", "reduce_bandwidth", "latency"});
+  SiteNetwork::HostPath host;
+  bool complete = true;
+  auto read = [&](const char* key, bool rate, double& into) {
+    if (auto n = node[key]) {
+      if (auto v = read_unit(r, n, join_key(path, key), rate)) into = *v;
+      else complete = false;
+    } else {
+      r.error(node, path, std::string("needs ") + key + ", like the other two (docs/model.md, \"GPU nodes\"): e.g. " + example);
+      complete = false;
+    }
+  };
+  read("staging_bandwidth", true, host.staging_Bps);
+  read("reduce_bandwidth", true, host.reduce_Bps);
+  read("latency", false, host.latency_s);
+  if (!complete) return std::nullopt;
+  return host;
+}
+
 std::optional<SiteNetwork> parse_network(YamlReader& r, const YAML::Node& node) {
   const char* example = "network: {gpus_per_node: 4, nodes_link: {bandwidth: 25gbit, latency: 5us}}";
   if (!r.expect_map(node, "network", example)) return std::nullopt;
   r.check_keys(node, "network", {"gpus_per_node", "nodes_link", "intra_node", "reduce_bandwidth",
-                                 "copy_bandwidth", "overlap_slowdown"});
+                                 "copy_bandwidth", "overlap_slowdown", "host_path"});
   SiteNetwork net;
   net.where = r.where(node);
   if (auto n = node["gpus_per_node"]) {
@@ -88,6 +111,7 @@ std::optional<SiteNetwork> parse_network(YamlReader& r, const YAML::Node& node) 
         net.overlap_slowdown = *v;
     }
   }
+  if (auto n = node["host_path"]) net.host_path = parse_host_path(r, n);
   return net;
 }
 

@@ -36,6 +36,14 @@ struct SiteNetwork {
   double reduce_Bps = 0;                 // bytes a second a rank reduces; 0: free (GPU)
   double copy_Bps = 0;                   // fusion buffer copies; 0: free (GPU)
   double overlap_slowdown = 0;           // compute speed lost while collectives run (0..<1)
+  // GPU nodes: how the hierarchical mode's step between nodes runs on the hosts (docs/model.md):
+  // staging to pinned memory and back, the CPU's reduction, TCP's latency a step.
+  struct HostPath {
+    double staging_Bps = 0;
+    double reduce_Bps = 0;
+    double latency_s = 0;
+  };
+  std::optional<HostPath> host_path;
 };
 
 struct SiteConfig {

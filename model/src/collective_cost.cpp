@@ -99,14 +99,20 @@ Cost hierarchical_cost(double bytes, const Cluster& c, double small_bytes) {
   // Reduce-scatter and allgather inside the node: (L-1) steps of S/L each.
   for (int i = 0; i < 2 * (L - 1); ++i) cost += step(c.intra, block);
   cost.reduce_s += (L - 1) * block * c.reduce_s_per_byte;
-  // Across nodes: L allreduces of S/L at once, all through the node's NIC.
+  // Across nodes: L allreduces of S/L at once, all through the node's NIC; on GPU nodes by the
+  // hosts' CPUs, after the shard is staged to pinned memory (and before it is copied back).
   Cluster across = c;
   across.ranks_per_node = 1;
-  if (block / N < small_bytes / 4) {
-    cost += plain_hd(block, N, 1, across, L);
-  } else {
-    cost += plain_ring(block, N, c.inter, c.reduce_s_per_byte, L);
+  if (c.host_path.on) {
+    across.inter.latency_s = c.host_path.latency_s;
+    across.reduce_s_per_byte = c.host_path.reduce_s_per_byte;
+    if (c.host_path.staging_Bps > 0) cost.bandwidth_s += 2 * block / c.host_path.staging_Bps;
   }
+  Cost cross = block / N < small_bytes / 4
+                   ? plain_hd(block, N, 1, across, L)
+                   : plain_ring(block, N, across.inter, across.reduce_s_per_byte, L);
+  if (c.host_path.on) cross.host_s = cross.total();
+  cost += cross;
   return cost;
 }
 

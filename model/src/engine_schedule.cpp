@@ -25,24 +25,24 @@ double negotiation_cost(int ready, int total_tensors, const Cluster& c, const En
   return 2 * steps * l.latency_s + ((p - 1) * request + steps * request) / l.bandwidth_Bps;
 }
 
-// The backward pass's clock: compute runs at full speed, and at 1 - slowdown while the engine
-// runs a collective (its busy intervals, added in time order as the engine decides them).
+// The backward pass's clock: compute runs at full speed, and slower while the engine runs
+// collectives on the GPU (its busy intervals, added in time order as the engine decides them,
+// each with the rate compute keeps in it).
 class ComputeClock {
  public:
-  ComputeClock(double start, double slowdown) : now_(start), slowdown_(slowdown) {}
+  explicit ComputeClock(double start) : now_(start) {}
   // When `work` seconds of full-speed compute started at the clock's time would end, given the
   // busy intervals known so far. Exact while no interval is added before that time.
   double finish(double work) const {
     double t = now_;
     for (std::size_t k = first_; k < busy_.size() && work > 0; ++k) {
-      const auto [from, to] = busy_[k];
+      const auto [from, to, rate] = busy_[k];
       if (to <= t) continue;
       if (from > t) {
         if (work <= from - t) return t + work;
         work -= from - t;
         t = from;
       }
-      const double rate = 1 - slowdown_;
       if (work <= (to - t) * rate) return t + work / rate;
       work -= (to - t) * rate;
       t = to;
@@ -52,22 +52,25 @@ class ComputeClock {
   // The clock moves on to `t` (a finish() it has committed to).
   void advance_to(double t) {
     now_ = t;
-    while (first_ < busy_.size() && busy_[first_].second <= now_) ++first_;
+    while (first_ < busy_.size() && busy_[first_].to <= now_) ++first_;
   }
   // Runs `work` now; returns when it ends.
   double run(double work) {
     advance_to(finish(work));
     return now_;
   }
-  void busy(double from, double to) {
-    if (slowdown_ > 0 && to > from) busy_.emplace_back(from, to);
+  // From `from` to `to` compute runs at `rate` of its speed (< 1).
+  void busy(double from, double to, double rate) {
+    if (rate < 1 && to > from) busy_.push_back({from, to, rate});
   }
 
  private:
+  struct Interval {
+    double from, to, rate;
+  };
   double now_;
-  double slowdown_;
   std::size_t first_ = 0;
-  std::vector<std::pair<double, double>> busy_;
+  std::vector<Interval> busy_;
 };
 
 }  // namespace
@@ -82,7 +85,8 @@ Prediction simulate_step(const StepProfile& profile, const Cluster& c, const Eng
   std::vector<double> ready(n, 0);
   for (std::size_t i = 0; i < n; ++i) out.bytes_per_rank += profile.tensors[i].elements * esize;
   out.compute_s = profile.compute_s();
-  ComputeClock clock(profile.forward_s, std::clamp(c.overlap_slowdown, 0.0, 0.99));
+  ComputeClock clock(profile.forward_s);
+  const double slowdown = std::clamp(c.overlap_slowdown, 0.0, 0.99);
   std::size_t computed = 0;  // gradients whose ready time is settled
   auto next_ready = [&] { return clock.finish(profile.tensors[computed].compute_before_s); };
 
@@ -110,6 +114,7 @@ Prediction simulate_step(const StepProfile& profile, const Cluster& c, const Eng
     out.negotiation_s += negotiation;
     now += negotiation;
     const double collectives_from = now;
+    double on_host = 0;  // of this cycle's collectives: the hosts' part, the GPUs free
     // Fusion: in order, a buffer of tensors up to the threshold; a larger tensor alone, in place.
     std::size_t k = i;
     while (k < end) {
@@ -132,9 +137,13 @@ Prediction simulate_step(const StepProfile& profile, const Cluster& c, const Eng
       out.algorithms[a]++;
       ++out.collectives;
       now += cost.total();
+      on_host += cost.host_s;
       k = m;
     }
-    clock.busy(collectives_from, now);
+    // Within the cycle the GPU steps and the host steps alternate by collective; the compute
+    // lost is the same spread evenly over the cycle's work, which keeps the clock simple.
+    if (now > collectives_from)
+      clock.busy(collectives_from, now, 1 - slowdown * (1 - on_host / (now - collectives_from)));
     out.engine_busy_s = out.wire.total() + out.copy_s + out.negotiation_s;
     engine_free = now;
     last_start = start;

@@ -63,6 +63,24 @@ TEST(CollectiveCost, HierarchicalSendsOneLthOfTheBytesPerRankAcross) {
   EXPECT_LT(h.total(), ring_cost(8e6, c).total());
 }
 
+TEST(CollectiveCost, HierarchicalOnGpuNodesStagesTheShardAndCrossesOnTheHosts) {
+  // The cluster above with a host path: staging 2 GB/s, a CPU adds 1 GB/s, TCP 20 us a step.
+  // inside as before: 2 us + 0.8 ms; staging the 4 MB shard out and back: 2 x 4 MB / 2 GB/s = 4 ms;
+  // across on the hosts: 6 steps of (20 us + 2 flows x 1 MB / 1 GB/s) = 120 us + 12 ms, and
+  // (N-1) x 1 MB reduced at 1 GB/s = 3 ms. Only that last bracket runs with the GPUs free.
+  Cluster c = flat(4, 10e-6, 1e9, 0);
+  c.ranks_per_node = 2;
+  c.intra = {1e-6, 10e9};
+  c.host_path = {true, 2e9, 1e-9, 20e-6};
+  const Cost h = hierarchical_cost(8e6, c);
+  EXPECT_NEAR(h.latency_s, 2e-6 + 120e-6, 1e-12);
+  EXPECT_NEAR(h.bandwidth_s, 0.8e-3 + 4e-3 + 12e-3, 1e-12);
+  EXPECT_NEAR(h.reduce_s, 3e-3, 1e-12);
+  EXPECT_NEAR(h.host_s, 120e-6 + 12e-3 + 3e-3, 1e-12);
+  // The flat ring (NCCL) never leaves the GPUs.
+  EXPECT_DOUBLE_EQ(ring_cost(8e6, c).host_s, 0);
+}
+
 TEST(CollectiveCost, AutoChoosesAsTheCommunicatorDoes) {
   Cluster one_per_node = flat(4, 10e-6, 1e9, 0);
   EXPECT_EQ(choose_algorithm(1 << 20, one_per_node), Algorithm::ring);

@@ -80,6 +80,28 @@ TEST(EngineSchedule, ShorterCollectivesSlowComputeLess) {
   EXPECT_NEAR(p.compute_slowed_s, 2e-3, 1e-6);
 }
 
+TEST(EngineSchedule, StepsOnTheHostsDoNotSlowCompute) {
+  // 2 nodes of 2 GPUs, a free link inside (1 TB/s): the hierarchical mode's allreduce of a
+  // 4 MB gradient is 4 us inside (on the GPUs) and 4 ms across. Run by the hosts, the 4 ms
+  // leave compute alone: it slows by 0.5 x 4 us / 4.004 ms of each collective's time, a few us.
+  Cluster c;
+  c.nodes = 2;
+  c.ranks_per_node = 2;
+  c.inter = {0, 1e9};
+  c.intra = {0, 1e12};
+  c.overlap_slowdown = 0.5;
+  c.host_path = {true, 0, 0, 0};
+  const Prediction p = simulate_step(two_tensors(5e-3, 10e-3), c, EngineSettings{});
+  EXPECT_EQ(p.algorithms.at(Algorithm::hierarchical), 2);
+  EXPECT_NEAR(p.wire.host_s, 8e-3, 1e-9);
+  EXPECT_LT(p.compute_slowed_s, 10e-6);
+  EXPECT_NEAR(p.step_s, 30e-3, 10e-6);
+  // The same collectives on the GPUs (NCCL across nodes) slow it as in CollectivesSlowTheComputeTheyOverlap.
+  c.host_path = {};
+  const Prediction q = simulate_step(two_tensors(5e-3, 10e-3), c, EngineSettings{});
+  EXPECT_NEAR(q.compute_slowed_s, 4e-3, 20e-6);
+}
+
 TEST(EngineSchedule, FusionSavesTheLatencyOfEachCollective) {
   // Both ready at 15 ms; alpha 1 ms. The cycle's negotiation (response cache: a halving-doubling
   // allreduce of the bit vector on 2 ranks, one halving and one doubling step) costs 2 alpha.

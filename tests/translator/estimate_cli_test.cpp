@@ -75,6 +75,39 @@ TEST(EstimateCli, BrokenNetworkSectionIsReportedWithLines) {
   EXPECT_TRUE(contains(r.err, "bad-network.yml:5:21: error: network.overlap_slowdown: must be below 1")) << r.err;
 }
 
+TEST(EstimateCli, BrokenHostPathIsReportedWithLines) {
+  REQUIRE_CLI();
+  const CommandResult r = run_command({cli_path(), "estimate", "horovod-32x4.yml", "--site", "bad-host-path.yml",
+                                       "--workload", "vgg16"},
+                                      here());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_TRUE(contains(r.err, "bad-host-path.yml:3:14: error: network.host_path: needs reduce_bandwidth, like the "
+                              "other two (docs/model.md, \"GPU nodes\"): e.g. host_path: {staging_bandwidth: "
+                              "6gbyte, reduce_bandwidth: 4gbyte, latency: 20us}"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err, "bad-host-path.yml:3:51: error: network.host_path.latency: 'soon' is not a duration"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err, "bad-host-path.yml:3:57: error: network.host_path.reduce_bandwith: unknown key (did "
+                              "you mean 'reduce_bandwidth'?)"))
+      << r.err;
+}
+
+// On GPU nodes the hierarchical mode's step between nodes runs on the hosts: the output says
+// so, and only the GPU's share of the collectives slows compute.
+TEST(EstimateCli, HostPathIsShownAndSparesTheGpu) {
+  REQUIRE_CLI();
+  const CommandResult r = run_command({cli_path(), "estimate", "horovod-32x4.yml", "--site", network_site(),
+                                       "--workload", "vgg16", "--fp16", "--overlap-slowdown", "0.3"},
+                                      here());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "hierarchical between nodes on the hosts: staging 6.00 GB/s each way, reduce 4.00 GB/s, "
+                              "20.0 us a step"))
+      << r.out;
+  EXPECT_TRUE(contains(r.out, "compute runs at 70% of its speed while a collective runs on the GPU")) << r.out;
+  EXPECT_TRUE(contains(r.out, "efficiency 0.954")) << r.out;
+}
+
 // riseml-bench --fit's file replaces the site's network; the job's shape still comes from the
 // job and the site.
 TEST(EstimateCli, MeasuredNetworkFileReplacesTheSites) {

@@ -167,6 +167,12 @@ int estimate(const EstimateOptions& o) {
   base.reduce_s_per_byte = net.reduce_Bps > 0 ? 1 / net.reduce_Bps : 0;
   base.copy_Bps = net.copy_Bps;
   base.overlap_slowdown = o.overlap_slowdown >= 0 ? o.overlap_slowdown : net.overlap_slowdown;
+  if (net.host_path) {
+    base.host_path.on = true;
+    base.host_path.staging_Bps = net.host_path->staging_Bps;
+    base.host_path.reduce_s_per_byte = 1 / net.host_path->reduce_Bps;
+    base.host_path.latency_s = net.host_path->latency_s;
+  }
   base.nodes = nodes;
   base.ranks_per_node = per_node;
 
@@ -209,8 +215,12 @@ int estimate(const EstimateOptions& o) {
               m::format_duration(net.intra_node.latency_s).c_str(),
               net.reduce_Bps > 0 ? m::format_rate(net.reduce_Bps).c_str() : "free",
               net.copy_Bps > 0 ? m::format_rate(net.copy_Bps).c_str() : "free");
+  if (net.host_path)
+    std::printf("  hierarchical between nodes on the hosts: staging %s each way, reduce %s, %s a step\n",
+                m::format_rate(net.host_path->staging_Bps).c_str(), m::format_rate(net.host_path->reduce_Bps).c_str(),
+                m::format_duration(net.host_path->latency_s).c_str());
   if (base.overlap_slowdown > 0)
-    std::printf("  compute runs at %.0f%% of its speed while a collective runs (overlap_slowdown %g)\n",
+    std::printf("  compute runs at %.0f%% of its speed while a collective runs on the GPU (overlap_slowdown %g)\n",
                 100 * (1 - base.overlap_slowdown), base.overlap_slowdown);
   std::printf("  engine (%s settings): %s\n", o.settings.c_str(), describe_settings(engine).c_str());
 

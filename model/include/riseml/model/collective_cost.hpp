@@ -16,11 +16,14 @@ struct Cost {
   double latency_s = 0;    // the alpha terms
   double bandwidth_s = 0;  // the beta terms
   double reduce_s = 0;     // the gamma terms
+  // Of total(): the time the hosts' CPUs run it while the GPUs are free (Cluster::host_path).
+  double host_s = 0;
   double total() const { return latency_s + bandwidth_s + reduce_s; }
   Cost& operator+=(const Cost& o) {
     latency_s += o.latency_s;
     bandwidth_s += o.bandwidth_s;
     reduce_s += o.reduce_s;
+    host_s += o.host_s;
     return *this;
   }
 };
@@ -39,6 +42,8 @@ Cost halving_doubling_cost(double bytes, const Cluster& c, double small_bytes = 
 // allreduces of S/L across nodes sharing the NIC (ring, or halving-doubling when a ring step
 // would carry less than small_bytes/4), ring allgather inside:
 //   2(L-1)(alpha_i + S/L beta_i) + (L-1)/L S gamma + [2(N-1) alpha_e + 2(N-1)/N S beta_e + (N-1)/(NL) S gamma]
+// With a host path (GPU nodes) the bracket runs on the hosts, with the host's alpha and gamma,
+// and the shard goes to pinned memory and back first: + 2 S/L / staging bandwidth.
 Cost hierarchical_cost(double bytes, const Cluster& c, double small_bytes = 65536);
 
 // What `auto` runs for S bytes (allreduce.md, "auto chooses"): hierarchical with several nodes,

@@ -31,6 +31,18 @@ struct Cluster {
   // PCIe machine its copies take the bus. 0: compute never slows (riseml-replay sleeps its
   // compute, so 0 is exact there).
   double overlap_slowdown = 0;
+  // GPU nodes: the hierarchical mode's step between nodes runs on the hosts (allreduce/engine's
+  // GPU path, docs/gpu.md): each rank's shard is copied to pinned host memory and back at
+  // staging_Bps, allreduced across nodes by the CPU ring over TCP (latency_s a step, the NIC's
+  // bandwidth) and reduced by a CPU core at reduce_s_per_byte. Meanwhile the GPU computes
+  // undisturbed: overlap_slowdown applies to the steps on the GPU only. Off: tensors are on
+  // the host already (CPU jobs, riseml-replay), and every step is as above.
+  struct HostPath {
+    bool on = false;
+    double staging_Bps = 0;
+    double reduce_s_per_byte = 0;
+    double latency_s = 0;
+  } host_path;
   int ranks() const { return nodes * ranks_per_node; }
 };
 
