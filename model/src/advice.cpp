@@ -49,15 +49,30 @@ std::vector<Advice> advise(const StepProfile& profile, const Cluster& cluster, c
   }
   best_of(fusion);
   std::vector<Advice> algorithms;
-  for (Algorithm a : {Algorithm::automatic, Algorithm::ring, Algorithm::halving_doubling, Algorithm::hierarchical}) {
-    if (a == engine.algorithm) continue;
-    if (a == Algorithm::hierarchical && (cluster.nodes < 2 || cluster.ranks_per_node < 2)) continue;
+  const bool multi_node = cluster.nodes >= 2 && cluster.ranks_per_node >= 2;
+  if (cluster.host_path.on) {
+    // GPU nodes: NCCL over all ranks (the default, auto) or the hierarchical mode (docs/gpu.md).
+    const bool hierarchical = engine.algorithm == Algorithm::hierarchical;
     EngineSettings e = engine;
-    e.algorithm = a;
-    algorithms.push_back({"RISEML_ALGORITHM=" + std::string(a == Algorithm::halving_doubling ? "hd" : to_string(a)),
-                          a == Algorithm::hierarchical ? "only 1/L of the bytes of each node's ranks cross its link"
-                                                       : "a different allreduce algorithm for every buffer",
-                          e, {}, 0});
+    e.algorithm = hierarchical ? Algorithm::automatic : Algorithm::hierarchical;
+    if (hierarchical)
+      algorithms.push_back({"RISEML_GPU_ALGORITHM=nccl", "one NCCL communicator over all GPUs", e, {}, 0});
+    else if (multi_node)
+      algorithms.push_back({"RISEML_GPU_ALGORITHM=hierarchical (or HOROVOD_HIERARCHICAL_ALLREDUCE=1)",
+                            "NCCL inside each node, the hosts' CPUs between nodes: the GPUs compute undisturbed "
+                            "while the step between nodes runs",
+                            e, {}, 0});
+  } else {
+    for (Algorithm a : {Algorithm::automatic, Algorithm::ring, Algorithm::halving_doubling, Algorithm::hierarchical}) {
+      if (a == engine.algorithm) continue;
+      if (a == Algorithm::hierarchical && !multi_node) continue;
+      EngineSettings e = engine;
+      e.algorithm = a;
+      algorithms.push_back({"RISEML_ALGORITHM=" + std::string(a == Algorithm::halving_doubling ? "hd" : to_string(a)),
+                            a == Algorithm::hierarchical ? "only 1/L of the bytes of each node's ranks cross its link"
+                                                         : "a different allreduce algorithm for every buffer",
+                            e, {}, 0});
+    }
   }
   best_of(algorithms);
   std::vector<Advice> cycles;
@@ -67,7 +82,10 @@ std::vector<Advice> advise(const StepProfile& profile, const Cluster& cluster, c
     e.cycle_s = ms / 1e3;
     char buf[64];
     std::snprintf(buf, sizeof buf, "RISEML_CYCLE_TIME_MS=%g", ms);
-    cycles.push_back({buf, "gradients wait less for the next cycle", e, {}, 0});
+    cycles.push_back({buf,
+                      e.cycle_s < engine.cycle_s ? "gradients wait less for the next cycle"
+                                                 : "fewer, larger collectives: less latency a step",
+                      e, {}, 0});
   }
   best_of(cycles);
   std::sort(out.begin(), out.end(), [](const Advice& a, const Advice& b) { return a.gain > b.gain; });

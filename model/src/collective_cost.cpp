@@ -120,6 +120,9 @@ Algorithm choose_algorithm(double bytes, const Cluster& c, Algorithm forced, dou
   const int p = c.ranks();
   if (forced == Algorithm::hierarchical)
     return c.nodes > 1 && c.ranks_per_node > 1 ? Algorithm::hierarchical : Algorithm::ring;
+  // GPU nodes run one NCCL communicator over all ranks unless told otherwise
+  // (RISEML_GPU_ALGORITHM=nccl, docs/gpu.md): NCCL's ring, whatever the size.
+  if (c.host_path.on) return Algorithm::ring;
   if (forced != Algorithm::automatic) return forced;
   if (c.nodes > 1 && c.ranks_per_node > 1 && bytes >= small_bytes) return Algorithm::hierarchical;
   if (bytes < small_bytes || bytes / p < small_bytes / 4) return Algorithm::halving_doubling;

@@ -91,14 +91,17 @@ TEST(EngineSchedule, StepsOnTheHostsDoNotSlowCompute) {
   c.intra = {0, 1e12};
   c.overlap_slowdown = 0.5;
   c.host_path = {true, 0, 0, 0};
-  const Prediction p = simulate_step(two_tensors(5e-3, 10e-3), c, EngineSettings{});
+  EngineSettings hierarchical;  // RISEML_GPU_ALGORITHM=hierarchical (GPU nodes default to NCCL's ring)
+  hierarchical.algorithm = Algorithm::hierarchical;
+  EXPECT_EQ(simulate_step(two_tensors(5e-3, 10e-3), c, EngineSettings{}).algorithms.count(Algorithm::hierarchical), 0u);
+  const Prediction p = simulate_step(two_tensors(5e-3, 10e-3), c, hierarchical);
   EXPECT_EQ(p.algorithms.at(Algorithm::hierarchical), 2);
   EXPECT_NEAR(p.wire.host_s, 8e-3, 1e-9);
   EXPECT_LT(p.compute_slowed_s, 10e-6);
   EXPECT_NEAR(p.step_s, 30e-3, 10e-6);
   // The same collectives on the GPUs (NCCL across nodes) slow it as in CollectivesSlowTheComputeTheyOverlap.
   c.host_path = {};
-  const Prediction q = simulate_step(two_tensors(5e-3, 10e-3), c, EngineSettings{});
+  const Prediction q = simulate_step(two_tensors(5e-3, 10e-3), c, hierarchical);
   EXPECT_NEAR(q.compute_slowed_s, 4e-3, 20e-6);
 }
 

@@ -37,7 +37,7 @@ TEST(EstimateCli, HorovodSettingsAndOverrides) {
                                        "--compute-scale", "0.25"},
                                       here());
   ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_TRUE(contains(r.out, "engine (horovod settings): cycle 5 ms, fusion 64 MiB, algorithm ring")) << r.out;
+  EXPECT_TRUE(contains(r.out, "engine (horovod settings): cycle 5 ms, fusion 64 MiB, algorithm nccl (GPU)")) << r.out;
   EXPECT_TRUE(contains(r.out, "this job: 2 nodes x 1 GPU = 2 ranks")) << r.out;
   // VGG-16 on a GPU 4x faster than a P100 is link-bound here: 553 MB over 25 Gbit/s = 177 ms.
   EXPECT_TRUE(contains(r.out, "engine busy 177.2 ms of the step: bandwidth 177.1")) << r.out;
@@ -93,19 +93,32 @@ TEST(EstimateCli, BrokenHostPathIsReportedWithLines) {
       << r.err;
 }
 
-// On GPU nodes the hierarchical mode's step between nodes runs on the hosts: the output says
-// so, and only the GPU's share of the collectives slows compute.
+// On GPU nodes the engine runs NCCL over all ranks unless RISEML_GPU_ALGORITHM=hierarchical, whose
+// step between nodes runs on the hosts: the output says so, the advice names the variable, and
+// only the GPU's share of the collectives slows compute.
 TEST(EstimateCli, HostPathIsShownAndSparesTheGpu) {
   REQUIRE_CLI();
-  const CommandResult r = run_command({cli_path(), "estimate", "horovod-32x4.yml", "--site", network_site(),
-                                       "--workload", "vgg16", "--fp16", "--overlap-slowdown", "0.3"},
-                                      here());
-  ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_TRUE(contains(r.out, "hierarchical between nodes on the hosts: staging 6.00 GB/s each way, reduce 4.00 GB/s, "
-                              "20.0 us a step"))
-      << r.out;
-  EXPECT_TRUE(contains(r.out, "compute runs at 70% of its speed while a collective runs on the GPU")) << r.out;
-  EXPECT_TRUE(contains(r.out, "efficiency 0.954")) << r.out;
+  const CommandResult nccl = run_command({cli_path(), "estimate", "horovod-32x4.yml", "--site", network_site(),
+                                          "--workload", "vgg16", "--fp16", "--overlap-slowdown", "0.3"},
+                                         here());
+  ASSERT_EQ(nccl.status, 0) << nccl.err;
+  EXPECT_TRUE(contains(nccl.out, "hierarchical between nodes on the hosts: staging 6.00 GB/s each way, reduce "
+                                 "4.00 GB/s, 20.0 us a step"))
+      << nccl.out;
+  EXPECT_TRUE(contains(nccl.out, "compute runs at 70% of its speed while a collective runs on the GPU")) << nccl.out;
+  EXPECT_TRUE(contains(nccl.out, "algorithm nccl (GPU)")) << nccl.out;
+  EXPECT_TRUE(contains(nccl.out, "efficiency 0.876")) << nccl.out;
+  EXPECT_TRUE(contains(nccl.out, "  RISEML_GPU_ALGORITHM=hierarchical (or HOROVOD_HIERARCHICAL_ALLREDUCE=1): "
+                                 "efficiency 0.953"))
+      << nccl.out;
+
+  const CommandResult hier = run_command({cli_path(), "estimate", "horovod-32x4.yml", "--site", network_site(),
+                                          "--workload", "vgg16", "--fp16", "--overlap-slowdown", "0.3",
+                                          "--algorithm", "hierarchical"},
+                                         here());
+  ASSERT_EQ(hier.status, 0) << hier.err;
+  EXPECT_TRUE(contains(hier.out, "algorithm hierarchical (GPU)")) << hier.out;
+  EXPECT_TRUE(contains(hier.out, "efficiency 0.953")) << hier.out;
 }
 
 // riseml-bench --fit's file replaces the site's network; the job's shape still comes from the

@@ -40,11 +40,14 @@ std::string algorithms_used(const m::Prediction& p) {
   return out.empty() ? "none" : out;
 }
 
-std::string describe_settings(const m::EngineSettings& e) {
+std::string describe_settings(const m::EngineSettings& e, bool gpu_nodes) {
+  // On GPU nodes the algorithm is RISEML_GPU_ALGORITHM's: NCCL over all ranks, or hierarchical.
+  std::string algorithm(m::to_string(e.algorithm));
+  if (gpu_nodes) algorithm = e.algorithm == m::Algorithm::hierarchical ? "hierarchical (GPU)" : "nccl (GPU)";
   char buf[256];
   std::snprintf(buf, sizeof buf, "cycle %g ms, fusion %g MiB, algorithm %s, %s, response cache %s", e.cycle_s * 1e3,
-                e.fusion_bytes / (1 << 20), std::string(m::to_string(e.algorithm)).c_str(),
-                e.fp16 ? "float16 on the wire" : "float32", e.response_cache ? "on" : "off");
+                e.fusion_bytes / (1 << 20), algorithm.c_str(), e.fp16 ? "float16 on the wire" : "float32",
+                e.response_cache ? "on" : "off");
   return buf;
 }
 
@@ -222,7 +225,7 @@ int estimate(const EstimateOptions& o) {
   if (base.overlap_slowdown > 0)
     std::printf("  compute runs at %.0f%% of its speed while a collective runs on the GPU (overlap_slowdown %g)\n",
                 100 * (1 - base.overlap_slowdown), base.overlap_slowdown);
-  std::printf("  engine (%s settings): %s\n", o.settings.c_str(), describe_settings(engine).c_str());
+  std::printf("  engine (%s settings): %s\n", o.settings.c_str(), describe_settings(engine, base.host_path.on).c_str());
 
   const m::Cluster job = base;
   const m::Prediction p = m::simulate_step(profile, job, engine);

@@ -49,7 +49,8 @@ Cost hierarchical_cost(double bytes, const Cluster& c, double small_bytes = 6553
 // What `auto` runs for S bytes (allreduce.md, "auto chooses"): hierarchical with several nodes,
 // more than one rank each and S >= small_bytes; halving-doubling below small_bytes or when a ring
 // step would carry less than small_bytes/4; the ring otherwise. `forced` other than automatic
-// wins (hierarchical falls back to the ring with one node or one rank a node).
+// wins (hierarchical falls back to the ring with one node or one rank a node). On GPU nodes
+// (a host path) the choice is the GPU engine's: NCCL's flat ring, or hierarchical when forced.
 Algorithm choose_algorithm(double bytes, const Cluster& c, Algorithm forced = Algorithm::automatic,
                            double small_bytes = 65536);
 Cost allreduce_cost(double bytes, const Cluster& c, Algorithm algorithm, double small_bytes = 65536);
