@@ -3,12 +3,15 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <iterator>
 #include <random>
 #include <stdexcept>
+#include <string_view>
 #include <vector>
 
+#include "algorithms/streaming_rule.hpp"
 #include "kernels/half_float.hpp"
 #include "kernels/reduce_kernels.hpp"
 
@@ -277,6 +280,23 @@ TEST(ReduceKernels, DivideByMoreRanksThanTheTypeHolds) {
   std::uint8_t small[1] = {250};
   kernels::divide(DataType::uint8, small, 1, 100);
   EXPECT_EQ(small[0], 2);
+}
+
+}  // namespace
+}  // namespace riseml
+
+
+namespace riseml {
+namespace {
+
+// Non-temporal stores only for large blocks of calls that do not fit in the last-level cache.
+TEST(StreamingRule, LargeBlocksOfCallsBeyondTheCacheOnly) {
+  if (const char* v = std::getenv("RISEML_STREAMING_STORES"); v && std::string_view(v) == "0")
+    GTEST_SKIP() << "RISEML_STREAMING_STORES=0 turns streaming off";
+  const std::size_t huge = std::size_t{1} << 40;
+  EXPECT_FALSE(streaming_pays((4 << 20) - 1, huge)) << "a block under 4 MiB never streams";
+  EXPECT_TRUE(streaming_pays(4 << 20, huge)) << "a call far beyond any cache streams";
+  EXPECT_FALSE(streaming_pays(4 << 20, 0)) << "a call that touches nothing fits every cache";
 }
 
 }  // namespace

@@ -25,6 +25,7 @@
 #include "../transport/exchange.hpp"
 #include "../transport/single_copy.hpp"
 #include "algorithms.hpp"
+#include "streaming_rule.hpp"
 
 namespace riseml {
 
@@ -40,7 +41,6 @@ namespace {
 // mismatch), so this depends only on what they share: the host's CPUs and its ranks.
 constexpr std::size_t kSingleCopyBytes = 16 << 10;
 constexpr std::size_t kSingleCopyBytesOversubscribed = 32 << 10;
-constexpr std::size_t kStreamingOwnBytes = 4 << 20;
 
 std::size_t single_copy_bytes(int local_ranks) {
   static const std::size_t forced = [] {
@@ -105,7 +105,8 @@ void pairwise_alltoallv(Context& c, const CallTag& tag, Group g, const std::byte
     // read-for-ownership of every line (the copy is memory-bound), when the blocks do not overlap.
     std::byte* to = recv_into(i);
     const std::byte* from = send_data(i);
-    if (own >= kStreamingOwnBytes && (to + own <= from || from + own <= to))
+    const std::size_t footprint = c.local().size() * (send.start(m) + recv.start(m)) * esize;
+    if (streaming_pays(own, footprint) && (to + own <= from || from + own <= to))
       kernels::streaming_copy(to, from, own);
     else
       std::memmove(to, from, own);

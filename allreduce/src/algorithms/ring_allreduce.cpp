@@ -14,19 +14,16 @@
 #include "../kernels/reduce_kernels.hpp"
 #include "../transport/exchange.hpp"
 #include "algorithms.hpp"
+#include "streaming_rule.hpp"
 
 namespace riseml {
 
 namespace {
 
-constexpr std::size_t kStreamingBytes = 4 << 20;
-
-bool streaming_enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("RISEML_STREAMING_STORES");
-    return v == nullptr || std::string_view(v) != "0";
-  }();
-  return on;
+// The bytes this host's ranks touch in one call: each its input and, out of place, its output.
+std::size_t host_footprint(Context& c, const ReduceArgs& a) {
+  const std::size_t bytes = a.count * element_size(a.type);
+  return c.local().size() * bytes * (a.out == a.in ? 1 : 2);
 }
 
 struct RingPlan {
@@ -74,7 +71,7 @@ void run_ring(Context& c, const CallTag& tag, Group g, const ReduceArgs& a, std:
     // The last block received is not forwarded: for large messages, stream it to memory
     // rather than pulling each destination line into the cache first.
     if (step + 1 == static_cast<std::size_t>(2 * (plan.m - 1)) &&
-        plan.bytes(b) >= kStreamingBytes && streaming_enabled()) {
+        streaming_pays(plan.bytes(b), host_footprint(c, a))) {
       reduce_out = a.out + plan.lo(b);
       return StreamRecv{plan.bytes(b), nullptr, stream_copy};
     }
@@ -105,8 +102,7 @@ void run_ring_chunked(Context& c, const CallTag& tag, Group g, const ReduceArgs&
   const std::size_t esize = element_size(a.type);
   const std::size_t per_chunk = static_cast<std::size_t>(2 * (m - 1));
   const std::size_t chunks = (a.count + chunk_count - 1) / chunk_count;
-  const bool stream_last = a.count * esize / static_cast<std::size_t>(m) >= kStreamingBytes &&
-                           streaming_enabled();
+  const bool stream_last = streaming_pays(a.count * esize / static_cast<std::size_t>(m), host_footprint(c, a));
   auto plan_of = [&](std::size_t j) {
     const std::size_t first = j * chunk_count;
     return RingPlan{m, g.index, std::min(chunk_count, a.count - first), esize};
