@@ -13,8 +13,10 @@ namespace riseml::engine {
 namespace {
 
 // The value of the first of the two variables that is set, and its name.
-std::optional<std::pair<std::string, std::string>> lookup(const char* ours, const char* horovods) {
+// Ours first, then Horovod's name for it (null: Horovod has none).
+std::optional<std::pair<std::string, std::string>> lookup(const char* ours, const char* horovods = nullptr) {
   for (const char* name : {ours, horovods}) {
+    if (name == nullptr) continue;
     if (const char* v = std::getenv(name); v != nullptr && *v != '\0') return {{name, v}};
   }
   return std::nullopt;
@@ -40,14 +42,12 @@ EngineOptions EngineOptions::from_environment() {
     o.fusion_threshold = static_cast<std::size_t>(parse_number(*v));
   if (auto v = lookup("RISEML_CYCLE_TIME_MS", "HOROVOD_CYCLE_TIME"))
     o.cycle_time = std::chrono::microseconds(static_cast<std::int64_t>(parse_number(*v) * 1000.0));
-  if (auto v = lookup("RISEML_STALL_CHECK_S", "HOROVOD_STALL_CHECK_TIME_SECONDS"))
-    o.stall_check = std::chrono::milliseconds(static_cast<std::int64_t>(parse_number(*v) * 1000.0));
-  if (auto v = lookup("RISEML_STALL_SHUTDOWN_S", "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS"))
-    o.stall_shutdown =
-        std::chrono::milliseconds(static_cast<std::int64_t>(parse_number(*v) * 1000.0));
-  if (auto v = lookup("RISEML_DEADLOCK_S", "RISEML_DEADLOCK_S"))
-    o.deadlock_shutdown =
-        std::chrono::milliseconds(static_cast<std::int64_t>(parse_number(*v) * 1000.0));
+  auto seconds = [](const std::pair<std::string, std::string>& var) {
+    return std::chrono::milliseconds(static_cast<std::int64_t>(parse_number(var) * 1000.0));
+  };
+  if (auto v = lookup("RISEML_STALL_CHECK_S", "HOROVOD_STALL_CHECK_TIME_SECONDS")) o.stall_check = seconds(*v);
+  if (auto v = lookup("RISEML_STALL_SHUTDOWN_S", "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS")) o.stall_shutdown = seconds(*v);
+  if (auto v = lookup("RISEML_DEADLOCK_S")) o.deadlock_shutdown = seconds(*v);
   // DYNAMIC (Horovod's word): no file until Engine::start_timeline(path).
   if (auto v = lookup("RISEML_TIMELINE", "HOROVOD_TIMELINE"); v && v->second != "DYNAMIC")
     o.timeline_path = v->second;
