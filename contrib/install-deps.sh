@@ -18,7 +18,7 @@ packages=(
   libopenmpi-dev openmpi-bin libgloo-dev
   # riseml-bench --plot
   python3-matplotlib
-  # riseml-replay workloads (allreduce/bench/workloads/generate_workloads.py)
+  # riseml-replay workloads (model/workloads/generate_workloads.py)
   python3-torchvision
   # Debian packages (contrib/packaging): dpkg-shlibdeps, man pages, lintian
   dpkg-dev help2man lintian

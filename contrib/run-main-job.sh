@@ -15,17 +15,16 @@ cmake -S . -B build -G Ninja >/dev/null
 cmake --build build -j "$(nproc)" --target riseml spank_riseml _riseml riseml-launch >/dev/null
 riseml=$root/build/translator/riseml
 
-examples=$root/../shared/riseml-examples
-if [ -d "$examples" ]; then
-  echo "== Translating the RiseML example files in $examples"
-  ok=0; refused=0
-  for f in "$examples"/*.yml; do
-    if "$riseml" translate "$f" >/dev/null 2>&1; then ok=$((ok + 1)); else refused=$((refused + 1)); fi
-  done
-  echo "   $ok translate; $refused are refused with a message (riseml validate FILE shows why)"
-  echo "== One of them, examples_horovod_cifar10.yml, as an sbatch script:"
-  "$riseml" translate "$examples/examples_horovod_cifar10.yml" 2>/dev/null | sed 's/^/   /'
-fi
+# The real RiseML files the repository carries (tests/data/README.md says where they came from).
+examples=$root/tests/data/riseml-examples
+echo "== Translating the RiseML example files in tests/data/riseml-examples"
+ok=0; refused=0
+for f in "$examples"/*.yml; do
+  if "$riseml" translate "$f" >/dev/null 2>&1; then ok=$((ok + 1)); else refused=$((refused + 1)); fi
+done
+echo "   $ok translate; $refused are refused with a message (riseml validate FILE shows why)"
+echo "== One of them, examples_horovod_cifar10.yml, as an sbatch script:"
+"$riseml" translate "$examples/examples_horovod_cifar10.yml" 2>/dev/null | sed 's/^/   /'
 
 echo "== Starting the local Slurm testbed"
 bash contrib/slurm/testbed/up
@@ -44,7 +43,7 @@ SITE
 # The job inherits this environment: Debian's python (torch, numpy, scikit-learn) and the
 # riseml.torch binding from the build tree.
 export PATH=/usr/bin:$PATH
-export PYTHONPATH=$root/build/contrib/python:$root/contrib/python${PYTHONPATH:+:$PYTHONPATH}
+export PYTHONPATH=$root/build/python:$root/python${PYTHONPATH:+:$PYTHONPATH}
 
 echo "== riseml submit --follow $job_dir/riseml.yml  (PyTorch, 2 nodes x 2 processes, riseml.torch)"
 # --follow prints the job id, then the state changes (stderr) and every line of the output

@@ -1,5 +1,7 @@
 #include "horovod_environment.hpp"
 
+#include <riseml/common/horovod_ranks.hpp>
+
 #include <charconv>
 #include <numeric>
 
@@ -24,9 +26,9 @@ std::string facts_text(const HorovodTaskFacts& f) {
 }
 
 // Cross rank and size from every node's task count, or why they cannot be known.
-std::optional<std::pair<std::uint32_t, std::uint32_t>> cross_of(const HorovodTaskFacts& f, std::string& why) {
+std::optional<HorovodCross> cross_of(const HorovodTaskFacts& f, std::string& why) {
   if (f.nodes == 1) {
-    if (f.local_tasks == f.total_tasks) return std::pair<std::uint32_t, std::uint32_t>{0, 1};
+    if (f.local_tasks == f.total_tasks) return HorovodCross{0, 1};
     why = std::string(kNoCross) + "one node but " + std::to_string(f.local_tasks) + " of " +
           std::to_string(f.total_tasks) + " tasks on it";
     return std::nullopt;
@@ -50,13 +52,10 @@ std::optional<std::pair<std::uint32_t, std::uint32_t>> cross_of(const HorovodTas
           facts_text(f) + ")";
     return std::nullopt;
   }
-  std::uint32_t rank = 0, size = 0;
-  for (std::uint32_t node = 0; node < f.nodes; ++node) {
-    if ((*counts)[node] <= f.local_id) continue;  // no task with this local rank there
-    if (node < f.node_id) ++rank;
-    ++size;
-  }
-  return std::pair{rank, size};
+  const auto cross = horovod_cross(*counts, f.node_id, f.local_id);
+  if (!cross) why = std::string(kNoCross) + "no task of local rank " + std::to_string(f.local_id) + " on node " +
+                    std::to_string(f.node_id) + " by SLURM_STEP_TASKS_PER_NODE=" + *f.tasks_per_node;
+  return cross;
 }
 
 }  // namespace
@@ -99,15 +98,8 @@ HorovodEnvironment horovod_environment(const HorovodTaskFacts& f) {
     out.not_set = "HOROVOD_* not set: Slurm's task facts contradict each other (" + facts_text(f) + ")";
     return out;
   }
-  auto set = [&](const char* name, std::uint32_t value) { out.env.emplace_back(name, std::to_string(value)); };
-  set("HOROVOD_RANK", f.global_id);
-  set("HOROVOD_SIZE", f.total_tasks);
-  set("HOROVOD_LOCAL_RANK", f.local_id);
-  set("HOROVOD_LOCAL_SIZE", f.local_tasks);
-  if (const auto cross = cross_of(f, out.not_set)) {
-    set("HOROVOD_CROSS_RANK", cross->first);
-    set("HOROVOD_CROSS_SIZE", cross->second);
-  }
+  const HorovodRanks ranks{f.global_id, f.total_tasks, f.local_id, f.local_tasks, cross_of(f, out.not_set)};
+  out.env = horovod_variables(ranks);
   return out;
 }
 

@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "atomic_file.hpp"
+#include <riseml/common/atomic_file.hpp>
 
 namespace riseml {
 

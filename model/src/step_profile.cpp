@@ -1,10 +1,8 @@
-// The workload file format has one reader, riseml-replay's (allreduce/bench/workload.cpp,
+// The workload file format has one reader, riseml-replay's (model/src/workload.cpp,
 // compiled into this library too); this turns its Workload into a StepProfile.
 #include "riseml/model/step_profile.hpp"
 
-#include <filesystem>
-
-#include "workload.hpp"
+#include <riseml/model/workload.hpp>
 
 namespace riseml::model {
 
@@ -22,7 +20,7 @@ double StepProfile::elements() const {
 
 namespace {
 
-StepProfile from_workload(const bench::Workload& w) {
+StepProfile from_workload(const Workload& w) {
   StepProfile p;
   p.model = w.model;
   p.source = w.source;
@@ -39,34 +37,16 @@ StepProfile from_workload(const bench::Workload& w) {
 
 StepProfile parse_profile(const std::string& text, const std::string& origin) {
   try {
-    return from_workload(bench::parse_workload(text, origin));
-  } catch (const bench::WorkloadError& e) {
+    return from_workload(parse_workload(text, origin));
+  } catch (const WorkloadError& e) {
     throw ProfileError(e.what());
   }
 }
 
 StepProfile load_profile(const std::string& name, const std::vector<std::string>& search_dirs) {
-  std::string path = name;
-  std::error_code ec;
-  if (name.find('/') == std::string::npos && !std::filesystem::exists(name, ec)) {
-    path.clear();
-    std::string tried;
-    for (const auto& dir : search_dirs) {
-      const std::string candidate = dir + "/" + name + ".workload";
-      if (std::filesystem::exists(candidate, ec)) {
-        path = candidate;
-        break;
-      }
-      tried += (tried.empty() ? "" : ", ") + dir;
-    }
-    if (path.empty())
-      throw ProfileError(name + ": no such file, and no workload of that name in " + tried +
-                         " (the models shipped: resnet50, resnet101, inception_v3, vgg16; or give a "
-                         "workload file's path)");
-  }
   try {
-    return from_workload(bench::read_workload(path));
-  } catch (const bench::WorkloadError& e) {
+    return from_workload(read_workload(find_workload(name, search_dirs)));
+  } catch (const WorkloadError& e) {
     throw ProfileError(e.what());
   }
 }

@@ -1,21 +1,20 @@
 #include "rank_environment.hpp"
 
+#include <riseml/common/horovod_ranks.hpp>
+
 namespace riseml::launch {
 
-const std::vector<std::string>& horovod_rank_variable_names() {
-  static const std::vector<std::string> names{"HOROVOD_RANK",       "HOROVOD_SIZE",
-                                              "HOROVOD_LOCAL_RANK", "HOROVOD_LOCAL_SIZE",
-                                              "HOROVOD_CROSS_RANK", "HOROVOD_CROSS_SIZE"};
-  return names;
-}
+const std::vector<std::string>& horovod_rank_variable_names() { return horovod_variable_names(); }
 
 std::vector<std::string> horovod_rank_variables(int rank, int ranks) {
-  const std::vector<std::string>& names = horovod_rank_variable_names();
-  const int values[] = {rank, ranks, rank, ranks, 0, 1};
+  // One node: every rank is local; the cross numbers by Horovod's definition (common/).
+  const std::uint32_t on_this_node[] = {static_cast<std::uint32_t>(ranks)};
+  HorovodRanks numbers;
+  numbers.rank = numbers.local_rank = static_cast<std::uint32_t>(rank);
+  numbers.size = numbers.local_size = static_cast<std::uint32_t>(ranks);
+  numbers.cross = horovod_cross(on_this_node, 0, numbers.local_rank);
   std::vector<std::string> variables;
-  for (std::size_t i = 0; i < names.size(); ++i) {
-    variables.push_back(names[i] + "=" + std::to_string(values[i]));
-  }
+  for (const auto& [name, value] : horovod_variables(numbers)) variables.push_back(name + "=" + value);
   return variables;
 }
 

@@ -15,7 +15,7 @@
 #include <cstring>
 #include <mutex>
 
-#include "kernels/half_float.hpp"
+#include <riseml/half_float.hpp>
 #include "rank_threads.hpp"
 
 namespace riseml {

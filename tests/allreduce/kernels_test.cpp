@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "algorithms/streaming_rule.hpp"
-#include "kernels/half_float.hpp"
-#include "kernels/reduce_kernels.hpp"
+#include <riseml/half_float.hpp>
+#include <riseml/reduce_kernels.hpp>
 
 namespace riseml {
 namespace {

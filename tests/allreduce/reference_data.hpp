@@ -11,8 +11,8 @@
 #include <cstring>
 #include <vector>
 
-#include "kernels/half_float.hpp"
-#include "kernels/reduce_kernels.hpp"
+#include <riseml/half_float.hpp>
+#include <riseml/reduce_kernels.hpp>
 
 namespace riseml::test {
 

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "transport/tcp_link.hpp"
-#include "transport/tcp_socket.hpp"
+#include <riseml/tcp_socket.hpp>
 
 namespace riseml {
 namespace {

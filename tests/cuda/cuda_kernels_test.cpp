@@ -5,8 +5,8 @@
 #include <riseml/cuda/kernels.hpp>
 #include <riseml/cuda/status.hpp>
 
-#include "kernels/half_float.hpp"
-#include "kernels/reduce_kernels.hpp"
+#include <riseml/half_float.hpp>
+#include <riseml/reduce_kernels.hpp>
 
 #include <algorithm>
 #include <bit>

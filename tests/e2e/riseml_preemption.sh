@@ -7,7 +7,7 @@
 # test slow and its timing loose. Every rank stops after the same step, rank 0 checkpoints, the
 # job requeues itself once and resumes: every epoch is done exactly once, and riseml submit
 # --follow follows it through the requeue to its exit status 0.
-# Arguments: the riseml binary, the build's contrib/python folder, a scratch folder.
+# Arguments: the riseml binary, the build's python folder, a scratch folder.
 # shellcheck source-path=SCRIPTDIR source=common.sh
 . "$(dirname "$0")/common.sh"
 riseml=${1:?usage: riseml_preemption.sh RISEML PYTHON_BUILD_DIR SCRATCH}
@@ -24,7 +24,7 @@ sed -i 's/--epochs 10/--epochs 6 --step-delay 0.3/; s/--check-initial-weights//'
 printf 'bind: off\ncontainers: none\n' >"$dir/site.yml"
 export PATH=/usr/bin:$PATH
 export RISEML_POLL_S=1
-export PYTHONPATH=$python_build:$root/contrib/python${PYTHONPATH:+:$PYTHONPATH}
+export PYTHONPATH=$python_build:$root/python${PYTHONPATH:+:$PYTHONPATH}
 
 timeout 240 "$riseml" submit --follow --site "$dir/site.yml" "$dir/riseml.yml" >"$dir/follow.out" 2>"$dir/follow.err" &
 follow_pid=$!

@@ -3,7 +3,7 @@
 # API) on 2 nodes x 2 processes, bound by spank_riseml.so (--riseml-bind=verbose shows each
 # task's plan in the log), trains to a good accuracy, checkpoints on rank 0, and a second submit
 # resumes from the last checkpoint.
-# Arguments: the riseml binary, the build's contrib/python folder, a scratch folder.
+# Arguments: the riseml binary, the build's python folder, a scratch folder.
 # shellcheck source-path=SCRIPTDIR source=common.sh
 . "$(dirname "$0")/common.sh"
 # shellcheck source-path=SCRIPTDIR source=spank_common.sh
@@ -22,7 +22,7 @@ printf 'bind: verbose\ncontainers: none\n' >"$dir/site.yml"
 # binding from the build tree.
 export PATH=/usr/bin:$PATH
 export RISEML_E2E_WAIT_S=240
-export PYTHONPATH=$python_build:$root/contrib/python${PYTHONPATH:+:$PYTHONPATH}
+export PYTHONPATH=$python_build:$root/python${PYTHONPATH:+:$PYTHONPATH}
 
 job=$(riseml_submit_and_wait "$riseml" "$dir/site.yml" "$dir/riseml.yml")
 log=$dir/riseml-pytorch-digits-$job.out

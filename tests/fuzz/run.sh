@@ -2,11 +2,11 @@
 # A bounded libFuzzer run of one fuzz target:
 #   tests/fuzz/run.sh BUILD_DIR SECONDS [parser|topology]
 # parser (the default): riseml-fuzz-parser, the riseml.yml and site-file parsers. Seeds come from
-#   ../shared/riseml-examples (or $RISEML_EXAMPLES_DIR), tests/translator/broken,
+#   tests/data/riseml-examples (or $RISEML_EXAMPLES_DIR), tests/translator/broken,
 #   tests/translator/sites and tests/fuzz/regressions.
 # topology: riseml-fuzz-topology, topology loading through riseml-topology and planning. Seeds:
 #   tests/spank_plugin/bad_topologies, the testbed's fixture node, the small files of
-#   ../shared/topologies (or $RISEML_TOPOLOGY_DIR), tests/fuzz/topology_regressions, and
+#   tests/data/topologies (or $RISEML_TOPOLOGY_DIR), tests/fuzz/topology_regressions, and
 #   riseml-topology's output for each good XML.
 # BUILD_DIR is configured with CC=clang CXX=clang++ -DRISEML_FUZZ=ON (the fuzz stage of
 # contrib/run-tests.sh does that). Seeds are copied into a temporary folder: the source tree is
@@ -25,7 +25,7 @@ build=$(cd "$build" && pwd)
 case $target in
   parser)
     fuzzer=$build/tests/fuzz/riseml-fuzz-parser
-    examples=${RISEML_EXAMPLES_DIR:-$root/../shared/riseml-examples}
+    examples=${RISEML_EXAMPLES_DIR:-$root/tests/data/riseml-examples}
     seed_dirs=("$examples" "$root/tests/translator/broken" "$root/tests/translator/sites" "$root/tests/fuzz/regressions")
     # -timeout: one input; the parser has no reason to take long.
     options=(-max_len=4096 -timeout=10 -dict="$root/tests/fuzz/riseml.dict")
@@ -33,7 +33,7 @@ case $target in
   topology)
     fuzzer=$build/tests/fuzz/riseml-fuzz-topology
     helper=$build/spank_plugin/riseml-topology
-    topologies=${RISEML_TOPOLOGY_DIR:-$root/../shared/topologies}
+    topologies=${RISEML_TOPOLOGY_DIR:-$root/tests/data/topologies}
     seed_dirs=("$root/tests/spank_plugin/bad_topologies" "$root/contrib/slurm/testbed/fake-node-topology.xml"
       "$topologies" "$root/tests/fuzz/topology_regressions")
     # An XML input runs riseml-topology, which the target gives 5 s before killing it.

@@ -59,18 +59,18 @@ if [ ${#missing[@]} -gt 0 ]; then
   say "MISSING (install these; nothing was built): ${missing[*]}"
   exit 3
 fi
-components="allreduce;pmix_bootstrap"
+components="engine;tools;pmix_bootstrap"
 if ! has_pkg pmix || ! any_exists /usr/lib/cmake/CLI11 /usr/share/cmake/CLI11 \
     /usr/lib/*/cmake/CLI11 /usr/share/cmake*/CLI11 /usr/share/pkgconfig/CLI11.pc; then
-  say "PMIx or CLI11 missing (libpmix-dev, libcli11-dev): building RISEML_COMPONENTS=allreduce only (the GPU tests do not need pmix_bootstrap)"
-  components="allreduce"
+  say "PMIx or CLI11 missing (libpmix-dev, libcli11-dev): building RISEML_COMPONENTS=engine;tools only (the GPU tests do not need pmix_bootstrap)"
+  components="engine;tools"
 fi
 # riseml.torch with CUDA tensors, when this machine's Python has torch built for CUDA.
 torch_cuda=0
-if [ "$components" != allreduce ] &&
+if [ "$components" != "engine;tools" ] &&
     /usr/bin/python3 -c 'import torch, pybind11; assert torch.cuda.is_available()' 2>/dev/null; then
   torch_cuda=1
-  components="$components;contrib"
+  components="$components;python"
 else
   say "no torch with CUDA (or pybind11) for /usr/bin/python3: the riseml.torch CUDA check is left out"
 fi
@@ -100,7 +100,7 @@ grep -E "riseml: GPU support" "$out/configure.log" | sed 's/^-- /run.sh: /' | te
 targets=(riseml-gpu-bench)
 [ $tests = ON ] && targets+=(riseml_cuda_tests)
 # The multi-process checks under riseml-launch need pmix_bootstrap.
-[ $tests = ON ] && [ "$components" != allreduce ] && targets+=(riseml-launch riseml_gpu_launch_check)
+[ $tests = ON ] && [ "$components" != "engine;tools" ] && targets+=(riseml-launch riseml_gpu_launch_check)
 [ $torch_cuda = 1 ] && targets+=(_riseml)
 t0=$(date +%s)
 if ! timeout 300 cmake --build "$build" -j "$jobs" --target "${targets[@]}" \
@@ -130,9 +130,9 @@ fi
 
 # --- riseml.torch with CUDA tensors (test_cuda_tensors and the rest of the torch suite) ---
 if [ $torch_cuda = 1 ]; then
-  PYTHONPATH="$build/contrib/python:$root/contrib/python" timeout 120 \
+  PYTHONPATH="$build/python:$root/python" timeout 120 \
     "$build/pmix_bootstrap/riseml-launch" -n 1 --tag-output --timeout 100 -- \
-    /usr/bin/python3 "$root/tests/contrib/test_torch_api.py" >"$out/torch.txt" 2>&1
+    /usr/bin/python3 "$root/tests/python/test_torch_api.py" >"$out/torch.txt" 2>&1
   rc=$?
   grep -E "cuda tensors|FAIL|Error" "$out/torch.txt" | sed 's/^/run.sh: torch: /' | tee -a "$summary"
   [ $rc -eq 0 ] || failed+=("riseml.torch on CUDA (rc $rc, torch.txt)")

@@ -174,17 +174,13 @@ cp "$root/contrib/examples/pytorch-digits/riseml.yml" "$work/digits.yml"
 out=$(run translate riseml translate digits.yml)
 grep -q '^#SBATCH' <<<"$out" || fail "riseml translate printed no #SBATCH line:"$'\n'"$out"
 grep -q -- '--riseml-bind=' <<<"$out" || fail "the translated script has no --riseml-bind:"$'\n'"$out"
-examples=$root/../shared/riseml-examples
-if [ -d "$examples" ]; then
-  for f in docs_horovod.yml examples_census_dist_hyper.yml; do
-    cp "$examples/$f" "$work/$f"
-    out=$(run "translate $f" riseml translate "$f")
-    grep -q '^#SBATCH' <<<"$out" || fail "riseml translate $f printed no #SBATCH line:"$'\n'"$out"
-  done
-  echo "translated digits.yml, docs_horovod.yml, examples_census_dist_hyper.yml"
-else
-  echo "no $examples: translated contrib/examples/pytorch-digits only"
-fi
+examples=$root/tests/data/riseml-examples
+for f in docs_horovod.yml examples_census_dist_hyper.yml; do
+  cp "$examples/$f" "$work/$f"
+  out=$(run "translate $f" riseml translate "$f")
+  grep -q '^#SBATCH' <<<"$out" || fail "riseml translate $f printed no #SBATCH line:"$'\n'"$out"
+done
+echo "translated digits.yml, docs_horovod.yml, examples_census_dist_hyper.yml"
 
 # riseml-launch + the installed Python package (torch from Debian's python3-torch).
 cat >"$work/allreduce_check.py" <<'PY'

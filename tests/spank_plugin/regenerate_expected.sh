@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Rewrites tests/spank_plugin/expected/*.json with riseml-plan (JSON form, default options):
-# every topology in ../shared/topologies and the testbed fixture, with 1, 2, 4 and 8 tasks (and
+# every topology in tests/data/topologies and the testbed fixture, with 1, 2, 4 and 8 tasks (and
 # one task per GPU where a node has more than 8). READ the diff before checking it in
 # (expected/README.md says what to look for).
 #   tests/spank_plugin/regenerate_expected.sh [build-dir]
@@ -8,7 +8,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 plan=${1:-$root/build}/spank_plugin/riseml-plan
-topologies=${RISEML_TOPOLOGY_DIR:-$root/../shared/topologies}
+topologies=${RISEML_TOPOLOGY_DIR:-$root/tests/data/topologies}
 [ -x "$plan" ] || { echo "no $plan: build riseml-plan first (or pass the build folder)" >&2; exit 1; }
 [ -d "$topologies" ] || { echo "no topology folder $topologies" >&2; exit 1; }
 rm -f "$here"/expected/*.json

@@ -32,8 +32,8 @@ std::string corpus_problem() {
   std::error_code ec;
   if (!fs::is_directory(topology_dir(), ec)) {
     return "the topology folder " + topology_dir() +
-           " is missing: the placement tests need the real node exports (../shared/topologies beside "
-           "the clone; set -DRISEML_TOPOLOGY_DIR=... or the environment variable RISEML_TOPOLOGY_DIR)";
+           " is missing: the placement tests need the real node exports (tests/data/topologies in "
+           "the repository; set -DRISEML_TOPOLOGY_DIR=... or the environment variable RISEML_TOPOLOGY_DIR)";
   }
   if (corpus_files().empty()) return "the topology folder " + topology_dir() + " holds no .xml file";
   return {};

@@ -1,4 +1,4 @@
-// The topologies the placement tests run on: every XML in ../shared/topologies (a missing or
+// The topologies the placement tests run on: every XML in tests/data/topologies (a missing or
 // empty folder is a test failure) and the testbed's fixture node.
 #pragma once
 

@@ -1,4 +1,4 @@
-// Every real riseml.yml in ../shared/riseml-examples translates to its checked-in golden
+// Every real riseml.yml in tests/data/riseml-examples translates to its checked-in golden
 // result: golden/<name>.sbatch (+ <name>.warnings) when valid, golden/<name>.diagnostics when
 // not. Built-in site defaults (SiteConfig{}), so /etc/riseml does not matter.
 // Regenerate with tests/translator/update-golden.sh, then review the diff.
@@ -18,7 +18,7 @@ TEST(GoldenExamples, ExamplesFolderIsPresent) {
   const fs::path dir = examples_dir();
   ASSERT_TRUE(fs::is_directory(dir))
       << "the real riseml.yml corpus is missing: expected it at " << dir
-      << ". CI checks it out beside the clone as ../shared/riseml-examples; elsewhere point "
+      << ". The repository carries it in tests/data/riseml-examples; elsewhere point "
          "RISEML_EXAMPLES_DIR (environment, at test time) or -DRISEML_EXAMPLES_DIR (CMake) at it.";
   // SOURCES.md describes 40 files; fewer means a partial checkout.
   EXPECT_GE(yaml_files_in(dir).size(), 40u) << "the corpus in " << dir << " is incomplete";

@@ -20,7 +20,7 @@ void write_file(const fs::path& path, const std::string& content);
 // tests/translator in the source tree.
 fs::path source_dir();
 // The real riseml.yml corpus: $RISEML_EXAMPLES_DIR, else the folder CMake was given
-// (default ../shared/riseml-examples beside the clone). May not exist: callers check.
+// (default tests/data/riseml-examples in the repository). May not exist: callers check.
 fs::path examples_dir();
 // Every *.yml directly in `dir`, sorted by name; empty when `dir` does not exist.
 std::vector<fs::path> yaml_files_in(const fs::path& dir);

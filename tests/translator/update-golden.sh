@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates the checked-in expectations from the current translator:
-#   tests/translator/golden/<example>.{sbatch,warnings,diagnostics}   (../shared/riseml-examples)
+#   tests/translator/golden/<example>.{sbatch,warnings,diagnostics}   (tests/data/riseml-examples)
 #   tests/translator/golden/<fragment>.merged.{yml,sbatch,warnings}    (fragments + fragment-base.yml)
 #   tests/translator/broken/NN-name.expected                           (the broken corpus)
 # Then review the diff (git diff tests/translator) as you would review code: every change in
@@ -13,12 +13,12 @@ build=${1:-build}
 case $build in /*) ;; *) build=$root/$build ;; esac
 
 if [ ! -f "$build/CMakeCache.txt" ]; then
-  cmake -S "$root" -B "$build" -G Ninja -DRISEML_COMPONENTS="allreduce;translator" >/dev/null
+  cmake -S "$root" -B "$build" -G Ninja -DRISEML_COMPONENTS="translator" >/dev/null
 fi
 cmake --build "$build" --target riseml_translator_tests riseml >/dev/null
 
 binary=$build/tests/translator/riseml_translator_tests
-examples=${RISEML_EXAMPLES_DIR:-$root/../shared/riseml-examples}
+examples=${RISEML_EXAMPLES_DIR:-$root/tests/data/riseml-examples}
 if [ ! -d "$examples" ]; then
   echo "update-golden: no examples at $examples (set RISEML_EXAMPLES_DIR)" >&2
   exit 1

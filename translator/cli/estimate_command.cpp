@@ -7,6 +7,7 @@
 
 #include <riseml/model/advice.hpp>
 #include <riseml/model/engine_schedule.hpp>
+#include <riseml/model/workload.hpp>
 
 #include <cstdio>
 #include <filesystem>
@@ -146,7 +147,7 @@ int estimate(const EstimateOptions& o) {
 
   m::StepProfile profile;
   try {
-    profile = m::load_profile(o.workload, {RISEML_WORKLOADS_SOURCE_DIR, RISEML_WORKLOADS_INSTALL_DIR});
+    profile = m::load_profile(o.workload, m::shipped_workload_folders());
   } catch (const m::ProfileError& e) {
     std::cerr << "riseml estimate: --workload " << printable(e.what()) << '\n';
     return kExitBadInput;

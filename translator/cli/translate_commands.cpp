@@ -1,7 +1,7 @@
 // riseml translate / validate: print or write the sbatch script, or just check the file.
 #include <iostream>
 
-#include "../atomic_file.hpp"
+#include <riseml/common/atomic_file.hpp>
 #include "../printable_text.hpp"
 #include "../translation.hpp"
 #include "commands.hpp"

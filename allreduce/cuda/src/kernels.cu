@@ -1,10 +1,10 @@
 // The kernels of kernels.hpp. The 16-bit conversions are the CPU reference
-// (allreduce/src/kernels/half_float.hpp, __host__ __device__ under nvcc) done on bits, not the
+// (riseml/half_float.hpp, __host__ __device__ under nvcc) done on bits, not the
 // CUDA intrinsics, so NaN payloads and every rounding match the CPU bit for bit.
 #include <riseml/collective_error.hpp>
 #include <riseml/cuda/kernels.hpp>
 
-#include "kernels/half_float.hpp"
+#include <riseml/half_float.hpp>
 
 #include <cstdint>
 #include <string>

@@ -18,7 +18,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "../kernels/half_float.hpp"
+#include <riseml/half_float.hpp>
 #include "../transport/exchange.hpp"
 #include "algorithms.hpp"
 

@@ -5,7 +5,7 @@
 // reverse order. Finally the odd ranks of the folded pairs send the result to their partners.
 #include <cstring>
 
-#include "../kernels/reduce_kernels.hpp"
+#include <riseml/reduce_kernels.hpp>
 #include "../transport/exchange.hpp"
 #include "algorithms.hpp"
 

@@ -21,7 +21,7 @@
 #include <cstring>
 #include <limits>
 
-#include "../kernels/reduce_kernels.hpp"
+#include <riseml/reduce_kernels.hpp>
 #include "../transport/exchange.hpp"
 #include "../transport/single_copy.hpp"
 #include "algorithms.hpp"

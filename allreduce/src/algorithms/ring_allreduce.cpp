@@ -11,7 +11,7 @@
 #include <algorithm>
 #include <string_view>
 
-#include "../kernels/reduce_kernels.hpp"
+#include <riseml/reduce_kernels.hpp>
 #include "../transport/exchange.hpp"
 #include "algorithms.hpp"
 #include "streaming_rule.hpp"

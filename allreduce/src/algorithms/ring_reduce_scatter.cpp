@@ -4,7 +4,7 @@
 // reduces straight into `out`.
 #include <cstring>
 
-#include "../kernels/reduce_kernels.hpp"
+#include <riseml/reduce_kernels.hpp>
 #include "../transport/exchange.hpp"
 #include "algorithms.hpp"
 

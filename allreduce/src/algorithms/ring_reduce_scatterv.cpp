@@ -6,7 +6,7 @@
 // along one chain, so the result is the same bits on every call.
 #include <cstring>
 
-#include "../kernels/reduce_kernels.hpp"
+#include <riseml/reduce_kernels.hpp>
 #include "../transport/exchange.hpp"
 #include "algorithms.hpp"
 

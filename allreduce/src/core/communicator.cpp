@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "../algorithms/algorithms.hpp"
-#include "../kernels/reduce_kernels.hpp"
+#include <riseml/reduce_kernels.hpp>
 #include "../transport/exchange.hpp"
 #include "context.hpp"
 #include "environment.hpp"

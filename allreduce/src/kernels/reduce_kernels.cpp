@@ -2,7 +2,7 @@
 // function compiled for AVX2+F16C and inside a generic one, so the compiler's auto-vectoriser
 // emits both and a runtime check picks one. float16 uses explicit F16C conversions (the
 // vectoriser cannot emit them from the scalar bit-twiddling reference).
-#include "reduce_kernels.hpp"
+#include <riseml/reduce_kernels.hpp>
 
 #include <immintrin.h>
 
@@ -13,7 +13,7 @@
 #include <stdexcept>
 #include <type_traits>
 
-#include "half_float.hpp"
+#include <riseml/half_float.hpp>
 
 #define RISEML_INLINE inline __attribute__((always_inline))
 

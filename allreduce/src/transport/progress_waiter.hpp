@@ -14,17 +14,11 @@
 #include "../core/context.hpp"
 #include "link.hpp"
 
+#include <riseml/wait_stats.hpp>
+
 namespace riseml {
 
 struct Doorbell;
-
-// Where this process's ranks spent their waiting, for riseml-bench --wait-stats: counts of
-// each kind of wait and the nanoseconds slept.
-struct WaitStats {
-  std::uint64_t yields = 0, timed_sleeps = 0, doorbell_sleeps = 0, polls = 0;
-  std::uint64_t slept_ns = 0;
-};
-WaitStats wait_stats();
 
 class ProgressWaiter {
  public:

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "tcp_socket.hpp"
+#include <riseml/tcp_socket.hpp>
 
 namespace riseml {
 

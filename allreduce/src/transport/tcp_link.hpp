@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "link.hpp"
-#include "tcp_socket.hpp"
+#include <riseml/tcp_socket.hpp>
 
 namespace riseml {
 

@@ -16,7 +16,7 @@
 #include "tcp_handshake.hpp"
 #include "refusal_log.hpp"
 #include "tcp_link.hpp"
-#include "tcp_socket.hpp"
+#include <riseml/tcp_socket.hpp>
 
 namespace riseml {
 

@@ -1,4 +1,4 @@
-#include "tcp_socket.hpp"
+#include <riseml/tcp_socket.hpp>
 
 #include <arpa/inet.h>
 #include <fcntl.h>

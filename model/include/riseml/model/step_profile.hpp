@@ -1,6 +1,6 @@
 // A training step as the model sees it: the forward time, then the gradients in the order the
 // backward pass makes them ready, each with the compute before it, then the backward's tail.
-// Read from riseml-replay's workload files (allreduce/bench/workloads/, or one written from a
+// Read from riseml-replay's workload files (model/workloads/, or one written from a
 // real 1-node run by synthetic_benchmark.py --write-workload).
 #pragma once
 

@@ -1,0 +1,241 @@
+#include "link_fit.hpp"
+
+#include <riseml/model/collective_cost.hpp>
+#include <riseml/model/links.hpp>
+#include <riseml/subset_rendezvous.hpp>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "alpha_beta_fit.hpp"
+#include <riseml/common/atomic_file.hpp>
+#include <riseml/reduce_kernels.hpp>
+#include "measure.hpp"
+
+namespace riseml::bench {
+namespace {
+
+// Blocks each rank contributes to the allgather: latency-bound to bandwidth-bound.
+constexpr double kBlocks[] = {8, 64, 512, 4096, 32768, 262144, 1 << 20, 4 << 20, 16 << 20};
+constexpr std::size_t kGammaBytes = 16u << 20;
+constexpr double kLoopSeconds = 0.15;  // target time of one timed loop
+
+struct Measured {
+  LinkParameters link;
+  int ranks = 0;
+};
+
+// Seconds per call of `call`, slowest rank, median over rounds of loops of ~kLoopSeconds.
+double median_seconds(Communicator& comm, const std::function<void()>& call, int rounds) {
+  call();  // warm: connections, buffers
+  const double once = time_back_to_back(comm, call, 1);
+  const int iterations = static_cast<int>(std::clamp(kLoopSeconds / std::max(once, 1e-7), 2.0, 2000.0));
+  std::vector<double> t;
+  for (int r = 0; r < rounds; ++r) t.push_back(time_back_to_back(comm, call, iterations));
+  return quantile(t, 0.5);
+}
+
+// Ring allgather steps of each block size over `comm`; the fit of alpha and beta per step.
+Measured measure_link(Communicator& comm, int rounds) {
+  const int n = comm.size();
+  std::vector<float> in((16u << 20) / sizeof(float), 1.0f);
+  std::vector<float> out(in.size() * static_cast<std::size_t>(n));
+  std::vector<double> blocks, per_step;
+  for (double b : kBlocks) {
+    const auto count = static_cast<std::size_t>(b) / sizeof(float);
+    const double t = median_seconds(comm, [&] { comm.allgather(in.data(), out.data(), count, DataType::float32); }, rounds);
+    blocks.push_back(b);
+    per_step.push_back(t / (n - 1));
+  }
+  return {fit_alpha_beta(blocks, per_step), n};
+}
+
+// A communicator over `members` (job ranks) while the others stand by; null on non-members.
+std::unique_ptr<Communicator> sub_communicator(Rendezvous& rendezvous, Communicator& comm,
+                                               const std::vector<int>& members,
+                                               std::unique_ptr<SubsetRendezvous>& holder,
+                                               const std::string& prefix) {
+  CommunicatorOptions options = CommunicatorOptions::from_environment();
+  options.rendezvous_prefix = prefix;
+  if (std::find(members.begin(), members.end(), comm.rank()) == members.end()) {
+    Communicator::stand_by(rendezvous, options);
+    return nullptr;
+  }
+  holder = std::make_unique<SubsetRendezvous>(rendezvous, members);
+  return std::make_unique<Communicator>(*holder, options);
+}
+
+std::string rate_text(double Bps) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.4gGB/s", Bps / 1e9);
+  return buf;
+}
+
+std::string latency_text(double s) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.3gus", s * 1e6);
+  return buf;
+}
+
+void print_fit(const char* what, const Measured& m) {
+  std::printf("# %s: ring allgather over %d ranks; per step: measured, fitted alpha + m beta\n", what, m.ranks);
+  std::printf("%12s %14s %14s %8s\n", "block_bytes", "measured_us", "fitted_us", "error");
+  for (const auto& p : m.link.points)
+    std::printf("%12.0f %14.2f %14.2f %+7.1f%%\n", p.block_bytes, p.measured_s * 1e6, p.fitted_s * 1e6,
+                100 * (p.fitted_s - p.measured_s) / p.measured_s);
+  std::printf("# %s: latency %s, bandwidth %s (one direction, both at once); fit within %.1f%%\n\n", what,
+              model::format_duration(m.link.latency_s).c_str(), model::format_rate(m.link.bandwidth_Bps).c_str(),
+              100 * m.link.max_relative_error);
+}
+
+std::string utc_now() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M UTC", &tm);
+  return buf;
+}
+
+std::string hostname() {
+  char buf[256] = {};
+  ::gethostname(buf, sizeof buf - 1);
+  return buf;
+}
+
+}  // namespace
+
+int run_link_fit(Rendezvous& rendezvous, Communicator& comm, const std::string& path, int rounds) {
+  const HostLayout layout = comm.host_layout();
+  const int per_node = static_cast<int>(layout.local_ranks.size());
+  if (!layout.uniform) {
+    if (comm.rank() == 0)
+      std::fprintf(stderr, "riseml-bench --fit: the hosts run different numbers of ranks; start the same "
+                           "number on every host (srun --ntasks-per-node)\n");
+    return 1;
+  }
+  if (comm.rank() == 0)
+    std::printf("# riseml-bench --fit: %d hosts x %d ranks; every time is the slowest rank's, median of %d rounds\n\n",
+                layout.hosts, per_node, rounds);
+
+  // gamma and fusion copies: every rank at once.
+  std::vector<float> a(kGammaBytes / sizeof(float), 1.0f), b(a.size(), 2.0f);
+  const double reduce_s = median_seconds(comm, [&] {
+    kernels::reduce(DataType::float32, ReduceOp::sum, a.data(), a.data(), b.data(), a.size());
+  }, rounds);
+  const double copy_s = median_seconds(comm, [&] { std::memcpy(a.data(), b.data(), kGammaBytes); }, rounds);
+  const double reduce_Bps = kGammaBytes / reduce_s, copy_Bps = kGammaBytes / copy_s;
+  if (comm.rank() == 0)
+    std::printf("# reduce (float32 add, 16 MiB, every rank at once): %s; copy (memcpy 16 MiB): %s\n\n",
+                model::format_rate(reduce_Bps).c_str(), model::format_rate(copy_Bps).c_str());
+
+  // Between nodes: one rank a host (the column of local index 0).
+  std::optional<Measured> nodes;
+  std::vector<std::string> checks;
+  if (layout.hosts > 1) {
+    // Every rank needs the column (to stand by or join): rank r is in it when its local index is 0.
+    std::vector<int> flags(static_cast<std::size_t>(comm.size()), 0);
+    std::int32_t mine = layout.local_index == 0 ? 1 : 0;
+    comm.allgather(&mine, flags.data(), 1, DataType::int32);
+    std::vector<int> column;
+    for (int r = 0; r < comm.size(); ++r)
+      if (flags[static_cast<std::size_t>(r)]) column.push_back(r);
+    std::unique_ptr<SubsetRendezvous> holder;
+    auto sub = sub_communicator(rendezvous, comm, column, holder, "riseml-fit-nodes");
+    if (sub) {
+      nodes = measure_link(*sub, rounds);
+      if (sub->rank() == 0) print_fit("between nodes", *nodes);
+      // The fit where it is used: the ring allreduce beside the model's ring with these numbers.
+      model::Cluster cluster;
+      cluster.nodes = sub->size();
+      cluster.inter = {nodes->link.latency_s, nodes->link.bandwidth_Bps};
+      cluster.reduce_s_per_byte = 1 / reduce_Bps;
+      std::vector<float> buf((64u << 20) / sizeof(float), 1.0f);
+      for (std::size_t bytes : {std::size_t{1} << 20, std::size_t{16} << 20, std::size_t{64} << 20}) {
+        const std::size_t count = bytes / sizeof(float);
+        const double t = median_seconds(*sub, [&] {
+          sub->allreduce(buf.data(), buf.data(), count, DataType::float32, ReduceOp::sum, Algorithm::ring);
+        }, rounds);
+        const double predicted = model::ring_cost(static_cast<double>(bytes), cluster).total();
+        char line[160];
+        std::snprintf(line, sizeof line, "%10zu %14.2f %14.2f %+7.1f%%", bytes, t * 1e3, predicted * 1e3,
+                      100 * (predicted - t) / t);
+        checks.push_back(line);
+      }
+      if (sub->rank() == 0) {
+        std::printf("# check: ring allreduce over the %d hosts, float32, in place; the model's ring with the fit\n",
+                    sub->size());
+        std::printf("%10s %14s %14s %8s\n", "bytes", "measured_ms", "model_ms", "error");
+        for (const auto& c : checks) std::printf("%s\n", c.c_str());
+        std::printf("\n");
+      }
+    }
+  }
+  comm.barrier();
+
+  // Inside a node: the ranks of the first host.
+  std::optional<Measured> intra;
+  if (per_node > 1) {
+    std::unique_ptr<SubsetRendezvous> holder;
+    std::unique_ptr<Communicator> sub;
+    Communicator* on = &comm;  // one host: all of it
+    if (layout.hosts > 1) {
+      // The first host's ranks: the host of rank 0, known to all through a broadcast.
+      std::vector<std::int32_t> host0(static_cast<std::size_t>(per_node), -1);
+      if (comm.rank() == 0) std::copy(layout.local_ranks.begin(), layout.local_ranks.end(), host0.begin());
+      comm.broadcast(host0.data(), host0.size(), DataType::int32, 0);
+      sub = sub_communicator(rendezvous, comm, std::vector<int>(host0.begin(), host0.end()), holder,
+                             "riseml-fit-intra");
+      on = sub.get();
+    }
+    if (on) {
+      intra = measure_link(*on, rounds);
+      if (on->rank() == 0) print_fit("inside a node", *intra);
+    }
+  }
+  comm.barrier();
+
+  // Rank 0 (in both sub-communicators) holds every result; it writes the file.
+  if (comm.rank() != 0) return 0;
+  std::ostringstream y;
+  y << "# Written by riseml-bench --fit (docs/model.md) on " << hostname() << ", " << utc_now() << ": "
+    << layout.hosts << " host(s) x " << per_node << " rank(s); median of " << rounds << " rounds.\n"
+    << "# Links: a ring allgather's steps, alpha + m beta per step: latency from blocks <= 512 B, bandwidth\n"
+    << "# from blocks >= 1 MiB (least squares on relative error); the error over 8 B - 16 MiB in the comment.\n"
+    << "# reduce/copy: float32 add and memcpy of 16 MiB on every rank at once.\n"
+    << "network:\n"
+    << "  gpus_per_node: " << per_node << "\n";
+  auto link = [&](const char* key, const std::optional<Measured>& m, const char* over, const char* absent) {
+    if (!m) {
+      y << "  # " << key << ": not measured (" << absent << ")\n";
+      return;
+    }
+    y << "  " << key << ": {bandwidth: " << rate_text(m->link.bandwidth_Bps) << ", latency: "
+      << latency_text(m->link.latency_s) << "}   # " << m->ranks << over << "; fit within "
+      << std::lround(100 * m->link.max_relative_error) << "%\n";
+  };
+  link("nodes_link", nodes, " hosts", "one host); run the fit across nodes (srun -N2 or more");
+  link("intra_node", intra, " ranks of one host", "one rank a host); the model's default applies");
+  y << "  reduce_bandwidth: " << rate_text(reduce_Bps) << "\n"
+    << "  copy_bandwidth: " << rate_text(copy_Bps) << "\n";
+  const std::string error = write_file_atomically(path, y.str());
+  if (!error.empty()) {
+    std::fprintf(stderr, "riseml-bench --fit: cannot write %s: %s\n", path.c_str(), error.c_str());
+    return 1;
+  }
+  std::printf("# wrote %s%s\n", path.c_str(),
+              nodes ? "" : " (without nodes_link: riseml estimate needs it; fit across nodes)");
+  return 0;
+}
+
+}  // namespace riseml::bench
