@@ -70,6 +70,7 @@ Mac segment_mac(const std::vector<std::byte>& secret, const std::string& name) {
 
 Context::Context(Rendezvous& rendezvous, const CommunicatorOptions& options)
     : options_(options), rank_(rendezvous.rank()), size_(rendezvous.size()) {
+  timeout_ = options_.timeout;
   if (size_ < 1 || rank_ < 0 || rank_ >= size_)
     throw CollectiveError(ErrorKind::invalid_argument, "rendezvous reports rank " +
                                                            std::to_string(rank_) + " of " +
@@ -152,13 +153,6 @@ void Context::interrupt_wait() noexcept {
   if (doorbell_) doorbell_->ring();
 }
 
-std::string Context::name(int r) const {
-  std::string s = "rank " + std::to_string(r);
-  if (r >= 0 && r < static_cast<int>(peers_.size()) && !peers_[static_cast<std::size_t>(r)].host.empty())
-    s += " (host " + peers_[static_cast<std::size_t>(r)].host + ")";
-  return s;
-}
-
 void Context::exchange_host_facts(Rendezvous& rendezvous) {
   const std::string host = this_hostname();
   std::string key = host + "/" + read_boot_id();
@@ -169,11 +163,12 @@ void Context::exchange_host_facts(Rendezvous& rendezvous) {
                  to_bytes(host + "\n" + key + "\n" + std::to_string(::getpid())));
   rendezvous.fence(options_.timeout);
   peers_.resize(static_cast<std::size_t>(size_));
+  host_names_.resize(static_cast<std::size_t>(size_));
   for (int r = 0; r < size_; ++r) {
     std::istringstream in(to_string(rendezvous.get(r, options_.rendezvous_prefix + "/host",
                                                    options_.timeout)));
     PeerInfo& p = peers_[static_cast<std::size_t>(r)];
-    std::getline(in, p.host);
+    std::getline(in, host_names_[static_cast<std::size_t>(r)]);
     std::getline(in, p.host_key);
     in >> p.pid;
   }

@@ -2,16 +2,16 @@
 // and turning any failure into a CollectiveError that also fails the communicator (telling the
 // peers why, so their errors name the original cause).
 #include <riseml/communicator.hpp>
+#include <riseml/reduce_kernels.hpp>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 
 #include "../algorithms/algorithms.hpp"
-#include <riseml/reduce_kernels.hpp>
+#include "../core/context.hpp"
+#include "../core/environment.hpp"
 #include "../transport/exchange.hpp"
-#include "context.hpp"
-#include "environment.hpp"
 
 namespace riseml {
 
