@@ -72,12 +72,12 @@ Mac segment_mac(const std::vector<std::byte>& secret, const std::string& name) {
 Context::Context(Rendezvous& rendezvous, const CommunicatorOptions& options)
     : options_(options), rank_(rendezvous.rank()), size_(rendezvous.size()) {
   timeout_ = options_.timeout;
-  // The kernels are shared by the whole process (see kernels::use_generic_kernels).
-  if (options_.kernels == KernelChoice::generic) kernels::use_generic_kernels();
   if (size_ < 1 || rank_ < 0 || rank_ >= size_)
     throw CollectiveError(ErrorKind::invalid_argument, "rendezvous reports rank " +
                                                            std::to_string(rank_) + " of " +
                                                            std::to_string(size_));
+  // The kernels are shared by the whole process (see kernels::use_generic_kernels).
+  if (options_.kernels == KernelChoice::generic) kernels::use_generic_kernels();
   start_call();
   try {
     exchange_host_facts(rendezvous);
