@@ -23,7 +23,7 @@ void TensorQueue::submit(Request request, std::shared_ptr<HandleState> handle, R
                                   "; use one GPU per process (torch.cuda.set_device(local_rank))");
       gpu_device_ = device;
     }
-    if (stopped_) throw *stop_error_;
+    if (stop_error_) throw *stop_error_;
     if (shutdown_requested_)
       throw CollectiveError(ErrorKind::aborted, "riseml: the engine is shutting down");
     if (request.kind == OpKind::join) {
@@ -71,7 +71,7 @@ void TensorQueue::switch_timeline(const std::string& path) {
 
 bool TensorQueue::stopped() {
   std::lock_guard lock(mutex_);
-  return stopped_;
+  return stop_error_.has_value();
 }
 
 int TensorQueue::gpu_device() {
@@ -117,7 +117,6 @@ std::shared_ptr<HandleState> TensorQueue::take_join_handle() {
 std::vector<std::shared_ptr<HandleState>> TensorQueue::stop(const CollectiveError& stop_error) {
   std::vector<std::shared_ptr<HandleState>> handles;
   std::lock_guard lock(mutex_);
-  stopped_ = true;
   stop_error_ = stop_error;
   for (auto& [name, l] : in_flight_) handles.push_back(l.handle);
   in_flight_.clear();

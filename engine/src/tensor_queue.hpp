@@ -92,8 +92,7 @@ class TensorQueue {
   bool shutdown_requested_ = false;
   std::shared_ptr<HandleState> join_handle_;
   bool join_sent_ = false;
-  bool stopped_ = false;
-  std::optional<CollectiveError> stop_error_;
+  std::optional<CollectiveError> stop_error_;  // set once stopped: what submissions throw then
   std::optional<std::string> timeline_switch_;
   int gpu_device_ = -1;  // one per process: NCCL binds a communicator to one device
   std::atomic<bool> parked_{false};
