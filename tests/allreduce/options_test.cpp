@@ -19,11 +19,21 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr const char* kVariables[] = {
-    "RISEML_TIMEOUT_S",    "RISEML_ALGORITHM",       "RISEML_TRANSPORT",      "RISEML_IFACE",
-    "RISEML_TCP_CONNECTIONS", "RISEML_HALF_REDUCE",  "RISEML_HOST_KEY",       "RISEML_SMALL_BYTES",
-    "RISEML_SHM_SLOTS",    "RISEML_SHM_SLOT_KIB",    "RISEML_SPIN_US",        "RISEML_RING_CHUNK_KIB",
-    "RISEML_SINGLE_COPY_BYTES", "RISEML_STREAMING_STORES", "RISEML_KERNELS"};
+constexpr const char* kVariables[] = {"RISEML_TIMEOUT_S",
+                                      "RISEML_ALGORITHM",
+                                      "RISEML_TRANSPORT",
+                                      "RISEML_IFACE",
+                                      "RISEML_TCP_CONNECTIONS",
+                                      "RISEML_HALF_REDUCE",
+                                      "RISEML_HOST_KEY",
+                                      "RISEML_SMALL_BYTES",
+                                      "RISEML_SHM_SLOTS",
+                                      "RISEML_SHM_SLOT_KIB",
+                                      "RISEML_SPIN_US",
+                                      "RISEML_RING_CHUNK_KIB",
+                                      "RISEML_SINGLE_COPY_BYTES",
+                                      "RISEML_STREAMING_STORES",
+                                      "RISEML_KERNELS"};
 
 // Every variable unset for the test, as it was afterwards.
 class OptionsFromEnvironment : public ::testing::Test {
@@ -124,16 +134,20 @@ TEST_F(OptionsFromEnvironment, ReadsEveryVariable) {
 
 TEST_F(OptionsFromEnvironment, EveryNameOfAnEnumeratedValue) {
   const std::vector<std::pair<const char*, Algorithm>> algorithms = {
-      {"auto", Algorithm::automatic}, {"ring", Algorithm::ring},
-      {"halving_doubling", Algorithm::halving_doubling}, {"hd", Algorithm::halving_doubling},
+      {"auto", Algorithm::automatic},
+      {"ring", Algorithm::ring},
+      {"halving_doubling", Algorithm::halving_doubling},
+      {"hd", Algorithm::halving_doubling},
       {"hierarchical", Algorithm::hierarchical}};
   for (const auto& [name, a] : algorithms) {
     set("RISEML_ALGORITHM", name);
     EXPECT_EQ(CommunicatorOptions::from_environment().algorithm, a) << name;
   }
   const std::vector<std::pair<const char*, TransportChoice>> transports = {
-      {"auto", TransportChoice::automatic}, {"shm", TransportChoice::shm},
-      {"tcp", TransportChoice::tcp}, {"inproc", TransportChoice::inproc}};
+      {"auto", TransportChoice::automatic},
+      {"shm", TransportChoice::shm},
+      {"tcp", TransportChoice::tcp},
+      {"inproc", TransportChoice::inproc}};
   for (const auto& [name, t] : transports) {
     set("RISEML_TRANSPORT", name);
     EXPECT_EQ(CommunicatorOptions::from_environment().transport, t) << name;
@@ -143,11 +157,14 @@ TEST_F(OptionsFromEnvironment, EveryNameOfAnEnumeratedValue) {
 }
 
 TEST_F(OptionsFromEnvironment, MalformedValuesAreRefusedNamingTheVariableAndWhatItTakes) {
-  EXPECT_EQ(refusal("RISEML_TIMEOUT_S", "0"), "RISEML_TIMEOUT_S=0: expected a whole number from 1 to 604800");
-  EXPECT_EQ(refusal("RISEML_TIMEOUT_S", "10s"), "RISEML_TIMEOUT_S=10s: expected a whole number from 1 to 604800");
+  EXPECT_EQ(refusal("RISEML_TIMEOUT_S", "0"),
+            "RISEML_TIMEOUT_S=0: expected a whole number from 1 to 604800");
+  EXPECT_EQ(refusal("RISEML_TIMEOUT_S", "10s"),
+            "RISEML_TIMEOUT_S=10s: expected a whole number from 1 to 604800");
   EXPECT_EQ(refusal("RISEML_ALGORITHM", "tree"),
             "RISEML_ALGORITHM=tree: expected auto, ring, halving_doubling (hd) or hierarchical");
-  EXPECT_EQ(refusal("RISEML_TRANSPORT", "ib"), "RISEML_TRANSPORT=ib: expected auto, shm, tcp or inproc");
+  EXPECT_EQ(refusal("RISEML_TRANSPORT", "ib"),
+            "RISEML_TRANSPORT=ib: expected auto, shm, tcp or inproc");
   EXPECT_EQ(refusal("RISEML_TCP_CONNECTIONS", "17"),
             "RISEML_TCP_CONNECTIONS=17: expected a whole number from 1 to 16");
   EXPECT_EQ(refusal("RISEML_HALF_REDUCE", "fp32"),
@@ -155,7 +172,8 @@ TEST_F(OptionsFromEnvironment, MalformedValuesAreRefusedNamingTheVariableAndWhat
             "float32 (accumulated in float32, rounded once)");
   EXPECT_EQ(refusal("RISEML_SMALL_BYTES", "-1"),
             "RISEML_SMALL_BYTES=-1: expected a whole number from 0 to 1099511627776");
-  EXPECT_EQ(refusal("RISEML_SHM_SLOTS", "1"), "RISEML_SHM_SLOTS=1: expected a whole number from 2 to 1024");
+  EXPECT_EQ(refusal("RISEML_SHM_SLOTS", "1"),
+            "RISEML_SHM_SLOTS=1: expected a whole number from 2 to 1024");
   EXPECT_EQ(refusal("RISEML_SHM_SLOT_KIB", "2"),
             "RISEML_SHM_SLOT_KIB=2: expected a whole number from 4 to 65536");
   EXPECT_EQ(refusal("RISEML_SPIN_US", "fast"),
@@ -170,10 +188,12 @@ TEST_F(OptionsFromEnvironment, TheLenientKnobsKeepTheirMeaning) {
   EXPECT_EQ(CommunicatorOptions::from_environment().ring_chunk_kib, 0u) << "empty: chunking off";
   ::unsetenv("RISEML_RING_CHUNK_KIB");
   set("RISEML_SINGLE_COPY_BYTES", "0");
-  EXPECT_EQ(CommunicatorOptions::from_environment().single_copy_bytes, std::optional<std::size_t>(0))
+  EXPECT_EQ(CommunicatorOptions::from_environment().single_copy_bytes,
+            std::optional<std::size_t>(0))
       << "0: never";
   set("RISEML_SINGLE_COPY_BYTES", "");
-  EXPECT_FALSE(CommunicatorOptions::from_environment().single_copy_bytes.has_value()) << "empty: automatic";
+  EXPECT_FALSE(CommunicatorOptions::from_environment().single_copy_bytes.has_value())
+      << "empty: automatic";
   set("RISEML_STREAMING_STORES", "1");
   EXPECT_TRUE(CommunicatorOptions::from_environment().streaming_stores);
   set("RISEML_KERNELS", "avx2");
@@ -254,7 +274,8 @@ TEST(CommunicatorOptions, RanksThatDisagreeOnTheRingChunksFailAsAMismatch) {
       },
       [](Communicator& comm) {
         std::vector<float> x(1 << 18, 1.0f);
-        comm.allreduce(x.data(), x.data(), x.size(), DataType::float32, ReduceOp::sum, Algorithm::ring);
+        comm.allreduce(x.data(), x.data(), x.size(), DataType::float32, ReduceOp::sum,
+                       Algorithm::ring);
       });
   expect_a_mismatch(outcomes);
 }
@@ -290,7 +311,8 @@ TEST(CommunicatorOptions, TheTuningKnobsKeepResultsExact) {
   for (int n : {2, 3}) {
     auto outcomes = test::run_ranks(n, o, [n](Communicator& comm) {
       std::vector<std::int64_t> x(100000);
-      for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<std::int64_t>(i) * (comm.rank() + 1);
+      for (std::size_t i = 0; i < x.size(); ++i)
+        x[i] = static_cast<std::int64_t>(i) * (comm.rank() + 1);
       comm.allreduce(x.data(), x.data(), x.size(), DataType::int64, ReduceOp::sum);
       const std::int64_t ranks_sum = n * (n + 1) / 2;
       for (std::size_t i = 0; i < x.size(); ++i)
@@ -299,7 +321,8 @@ TEST(CommunicatorOptions, TheTuningKnobsKeepResultsExact) {
           break;
         }
       std::vector<std::int32_t> in(static_cast<std::size_t>(n) * 20000), out(in.size());
-      for (std::size_t i = 0; i < in.size(); ++i) in[i] = comm.rank() * 1000000 + static_cast<std::int32_t>(i);
+      for (std::size_t i = 0; i < in.size(); ++i)
+        in[i] = comm.rank() * 1000000 + static_cast<std::int32_t>(i);
       comm.alltoall(in.data(), out.data(), 20000, DataType::int32);
       for (int from = 0; from < n; ++from)
         for (std::size_t k = 0; k < 20000; ++k) {

@@ -92,7 +92,8 @@ void run_ring_chunked(Context& c, const CallTag& tag, Group g, const ReduceArgs&
   const std::size_t esize = element_size(a.type);
   const std::size_t per_chunk = static_cast<std::size_t>(2 * (m - 1));
   const std::size_t chunks = (a.count + chunk_count - 1) / chunk_count;
-  const bool stream_last = streaming_pays(c.options(), a.count * esize / static_cast<std::size_t>(m), host_footprint(c, a));
+  const bool stream_last = streaming_pays(
+      c.options(), a.count * esize / static_cast<std::size_t>(m), host_footprint(c, a));
   auto plan_of = [&](std::size_t j) {
     const std::size_t first = j * chunk_count;
     return RingPlan{m, g.index, std::min(chunk_count, a.count - first), esize};
@@ -156,7 +157,8 @@ void ring_allreduce(Context& c, const CallTag& tag, Group g, const ReduceArgs& a
     return;
   }
   const std::size_t esize = element_size(a.type);
-  const std::size_t chunk_bytes = (c.options().ring_chunk_kib << 10) * static_cast<std::size_t>(g.size());
+  const std::size_t chunk_bytes =
+      (c.options().ring_chunk_kib << 10) * static_cast<std::size_t>(g.size());
   // Shared memory only: over TCP a chunk is one more round trip (and the kernel's socket
   // buffers already decouple the two halves).
   if (g.size() == 2 && chunk_bytes >= esize && a.count * esize >= 2 * chunk_bytes &&

@@ -77,7 +77,8 @@ CommunicatorOptions CommunicatorOptions::from_environment() {
   }
   if (const char* v = get("RISEML_HOST_KEY")) o.host_key = v;
   if (const char* v = get("RISEML_SMALL_BYTES"))
-    o.small_message_bytes = static_cast<std::size_t>(parse_number("RISEML_SMALL_BYTES", v, 0, 1ll << 40));
+    o.small_message_bytes =
+        static_cast<std::size_t>(parse_number("RISEML_SMALL_BYTES", v, 0, 1ll << 40));
   if (const char* v = get("RISEML_SHM_SLOTS"))
     o.shm_slots = static_cast<int>(parse_number("RISEML_SHM_SLOTS", v, 2, 1024));
   if (const char* v = get("RISEML_SHM_SLOT_KIB"))
@@ -87,7 +88,8 @@ CommunicatorOptions CommunicatorOptions::from_environment() {
   // Here an empty value is 0 (chunking off), as it has always been.
   if (const char* v = std::getenv("RISEML_RING_CHUNK_KIB")) o.ring_chunk_kib = lenient_number(v);
   if (const char* v = get("RISEML_SINGLE_COPY_BYTES")) o.single_copy_bytes = lenient_number(v);
-  if (const char* v = get("RISEML_STREAMING_STORES")) o.streaming_stores = std::string_view(v) != "0";
+  if (const char* v = get("RISEML_STREAMING_STORES"))
+    o.streaming_stores = std::string_view(v) != "0";
   if (const char* v = get("RISEML_KERNELS"); v && std::string_view(v) == "generic")
     o.kernels = KernelChoice::generic;
   return o;

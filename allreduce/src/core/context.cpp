@@ -160,7 +160,8 @@ void Context::interrupt_wait() noexcept {
 void Context::exchange_host_facts(Rendezvous& rendezvous) {
   const std::string host = this_hostname();
   // A key of the caller's lets tests pretend ranks of one machine run on different hosts.
-  const std::string key = options_.host_key.empty() ? host + "/" + read_boot_id() : options_.host_key;
+  const std::string key =
+      options_.host_key.empty() ? host + "/" + read_boot_id() : options_.host_key;
   rendezvous.put(options_.rendezvous_prefix + "/host",
                  to_bytes(host + "\n" + key + "\n" + std::to_string(::getpid())));
   rendezvous.fence(options_.timeout);
