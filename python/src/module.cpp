@@ -10,6 +10,7 @@
 #include <pybind11/stl.h>
 
 #include <cstring>
+#include <map>
 
 namespace py = pybind11;
 using namespace riseml;
@@ -30,17 +31,12 @@ DataType dtype_of(const py::array& a, const std::string& override_name) {
     if (!t) throw py::type_error("riseml: unknown data type '" + override_name + "'");
     return *t;
   }
-  const char kind = a.dtype().kind();
-  const auto size = a.dtype().itemsize();
-  if (kind == 'f' && size == 4) return DataType::float32;
-  if (kind == 'f' && size == 8) return DataType::float64;
-  if (kind == 'f' && size == 2) return DataType::float16;
-  if (kind == 'i' && size == 4) return DataType::int32;
-  if (kind == 'i' && size == 8) return DataType::int64;
-  if (kind == 'u' && size == 1) return DataType::uint8;
-  if (kind == 'i' && size == 1) return DataType::int8;
-  if (kind == 'i' && size == 2) return DataType::int16;
-  if (kind == 'b' && size == 1) return DataType::boolean;
+  static const std::map<std::pair<char, py::ssize_t>, DataType> by_kind_and_size{
+      {{'f', 2}, DataType::float16}, {{'f', 4}, DataType::float32}, {{'f', 8}, DataType::float64},
+      {{'i', 1}, DataType::int8},    {{'i', 2}, DataType::int16},   {{'i', 4}, DataType::int32},
+      {{'i', 8}, DataType::int64},   {{'u', 1}, DataType::uint8},   {{'b', 1}, DataType::boolean}};
+  auto it = by_kind_and_size.find({a.dtype().kind(), a.dtype().itemsize()});
+  if (it != by_kind_and_size.end()) return it->second;
   throw py::type_error("riseml: unsupported dtype " + std::string(py::str(a.dtype())) +
                        " (float16/32/64, int8/16/32/64, uint8, bool; bfloat16 through torch)");
 }
@@ -48,10 +44,6 @@ DataType dtype_of(const py::array& a, const std::string& override_name) {
 void check_contiguous(const py::array& a, const char* what) {
   if (!(a.flags() & py::array::c_style))
     throw py::value_error(std::string("riseml: the ") + what + " array must be C-contiguous");
-}
-
-std::vector<std::int64_t> shape_of(const py::array& a) {
-  return {a.shape(), a.shape() + a.ndim()};
 }
 
 // What an operation attaches to its runtime handle: the arrays the engine reads or writes (alive
@@ -85,22 +77,24 @@ engine::Request request(OpKind kind, std::string name) {
   return r;
 }
 
-engine::Request reduction(OpKind kind, std::string name, int op, double prescale, double postscale) {
-  if (op < 0 || op > kAdasum) throw py::value_error("riseml: unknown reduce op " + std::to_string(op));
+engine::Request reduction(OpKind kind, std::string name, int op, double pre, double post) {
+  if (op < 0 || op > kAdasum)
+    throw py::value_error("riseml: unknown reduce op " + std::to_string(op));
   engine::Request r = request(kind, std::move(name));
   r.op = op == kAdasum ? ReduceOp::sum : static_cast<ReduceOp>(op);
   r.adasum = op == kAdasum;
-  r.prescale = prescale;
-  r.postscale = postscale;
+  r.prescale = pre;
+  r.postscale = post;
   return r;
 }
 
 // Host tensors of one dtype: `outs` empty (allgather, alltoall: the engine allocates the
 // results), of the inputs' sizes (allreduce, broadcast), or holding this rank's rows
-// (reducescatter: `rows_out`).
+// (reducescatter).
 void add_host_tensors(engine::Request& r, const std::vector<py::array>& ins,
                       const std::vector<py::array>& outs, const std::string& dtype,
-                      const std::string& what, bool rows_out = false) {
+                      const std::string& what) {
+  const bool rows_out = r.kind == OpKind::reducescatter;
   r.dtype = dtype_of(ins.at(0), dtype);
   for (std::size_t i = 0; i < ins.size(); ++i) {
     check_contiguous(ins[i], "input");
@@ -112,7 +106,8 @@ void add_host_tensors(engine::Request& r, const std::vector<py::array>& ins,
       check_contiguous(o, "output");
       if (rows_out && !ins[i].dtype().is(o.dtype()))
         throw py::value_error("riseml: " + what + " needs tensors of one dtype");
-      if (!rows_out && !o.writeable()) throw py::value_error("riseml: the output array is read-only");
+      if (!rows_out && !o.writeable())
+        throw py::value_error("riseml: the output array is read-only");
       if (!rows_out && (ins[i].nbytes() != o.nbytes() || !ins[i].dtype().is(o.dtype())))
         throw py::value_error("riseml: input and output arrays differ in size or dtype");
       out = o.mutable_data();
@@ -120,7 +115,7 @@ void add_host_tensors(engine::Request& r, const std::vector<py::array>& ins,
     if ((outs.empty() || rows_out) && ins[i].ndim() == 0)  // allgather, alltoall, reducescatter
       throw py::value_error("riseml: " + what.substr(what.starts_with("grouped_") ? 8 : 0) +
                             " needs at least one dimension");
-    r.tensors.push_back({ins[i].data(), out, shape_of(ins[i])});
+    r.tensors.push_back({ins[i].data(), out, {ins[i].shape(), ins[i].shape() + ins[i].ndim()}});
   }
 }
 
@@ -132,24 +127,18 @@ runtime::HandleId submit(int process_set, engine::Request r, py::object keep,
 using Arrays = std::vector<py::array>;
 using Shape = std::vector<std::int64_t>;
 
-runtime::HandleId grouped_allreduce_async(Arrays ins, Arrays outs, std::string name, int op,
-                                          double pre, double post, std::string dtype, int ps) {
+// allreduce (outputs of the inputs' sizes) and reducescatter (outputs of this rank's rows).
+template <OpKind kind>
+runtime::HandleId reduce_async(Arrays ins, Arrays outs, std::string name, int op, double pre,
+                               double post, std::string dtype, int ps) {
+  const std::string what = kind == OpKind::allreduce ? "grouped_allreduce" : "reducescatter";
   if (ins.empty() || ins.size() != outs.size())
-    throw py::value_error("riseml: grouped_allreduce needs equally many (>0) inputs and outputs");
-  auto r = reduction(OpKind::allreduce, std::move(name), op, pre, post);
-  add_host_tensors(r, ins, outs, dtype, "grouped_allreduce");
-  return submit(ps, std::move(r), py::make_tuple(ins, outs));
-}
-
-runtime::HandleId reducescatter_async(Arrays ins, Arrays outs, std::string name, int op,
-                                      double pre, double post, std::string dtype, int ps) {
-  if (ins.empty() || ins.size() != outs.size())
-    throw py::value_error("riseml: reducescatter needs equally many (>0) inputs and outputs");
-  if (op == kAdasum)
+    throw py::value_error("riseml: " + what + " needs equally many (>0) inputs and outputs");
+  if (kind == OpKind::reducescatter && op == kAdasum)
     throw CollectiveError(ErrorKind::invalid_argument,
                           "riseml: reducescatter does not support op=Adasum (Horovod neither)");
-  auto r = reduction(OpKind::reducescatter, std::move(name), op, pre, post);
-  add_host_tensors(r, ins, outs, dtype, "reducescatter", true);
+  auto r = reduction(kind, std::move(name), op, pre, post);
+  add_host_tensors(r, ins, outs, dtype, what);
   return submit(ps, std::move(r), py::make_tuple(ins, outs));
 }
 
@@ -161,14 +150,6 @@ runtime::HandleId gather_async(Arrays ins, std::string name, std::string dtype, 
   r.splits = std::move(splits);
   add_host_tensors(r, ins, {}, dtype, kind == OpKind::alltoall ? "alltoall" : "grouped_allgather");
   return submit(ps, std::move(r), py::cast(ins), result, ins[0].dtype());
-}
-
-runtime::HandleId broadcast_async(py::array in, py::array out, int root, std::string name,
-                                  std::string dtype, int ps) {
-  engine::Request r = request(OpKind::broadcast, std::move(name));
-  r.root = root;
-  add_host_tensors(r, {in}, {out}, dtype, "broadcast");
-  return submit(ps, std::move(r), py::make_tuple(in, out));
 }
 
 // GPU tensors come as raw device pointers (torch's data_ptr()), with the CUDA device and the
@@ -234,7 +215,8 @@ PYBIND11_MODULE(_riseml, m) {
   const auto unlocked = py::call_guard<py::gil_scoped_release>();
   m.def("init", [] {
     if (!rt().initialized())  // the options are read when they are used
-      rt().init({CommunicatorOptions::from_environment(), engine::EngineOptions::from_environment()});
+      rt().init({CommunicatorOptions::from_environment(),
+                 engine::EngineOptions::from_environment()});
   }, unlocked);
   m.def("shutdown", [] { rt().shutdown(); }, unlocked);
   m.def("finalize", [] { rt().finalize(); }, unlocked);
@@ -247,32 +229,39 @@ PYBIND11_MODULE(_riseml, m) {
   m.def("cross_size", [] { return rt().cross_size(); });
   m.def("allreduce_async", [](py::array in, py::array out, std::string name, int op, double pre,
                               double post, std::string dtype, int ps) {
-    return grouped_allreduce_async({in}, {out}, std::move(name), op, pre, post, std::move(dtype), ps);
+    return reduce_async<OpKind::allreduce>({in}, {out}, name, op, pre, post, dtype, ps);
   }, arg("input"), arg("output"), arg("name"), arg("op"), arg("prescale") = 1.0,
      arg("postscale") = 1.0, arg("dtype") = "", arg("process_set") = 0);
-  m.def("grouped_allreduce_async", &grouped_allreduce_async, arg("inputs"), arg("outputs"),
+  m.def("grouped_allreduce_async", &reduce_async<OpKind::allreduce>, arg("inputs"), arg("outputs"),
         arg("name"), arg("op"), arg("prescale") = 1.0, arg("postscale") = 1.0, arg("dtype") = "",
         arg("process_set") = 0);
-  m.def("reducescatter_async", &reducescatter_async, arg("inputs"), arg("outputs"), arg("name"),
-        arg("op"), arg("prescale") = 1.0, arg("postscale") = 1.0, arg("dtype") = "",
-        arg("process_set") = 0);
+  m.def("reducescatter_async", &reduce_async<OpKind::reducescatter>, arg("inputs"),
+        arg("outputs"), arg("name"), arg("op"), arg("prescale") = 1.0, arg("postscale") = 1.0,
+        arg("dtype") = "", arg("process_set") = 0);
   m.def("reducescatter_rows", &engine::reducescatter_rows, arg("rows"), arg("size"), arg("rank"),
         "the rows of a reducescatter's first dimension that `rank` receives");
-  m.def("alltoall_async", [](py::array in, Shape splits, std::string name, std::string dtype, int ps) {
-    return gather_async({in}, std::move(name), std::move(dtype), ps, Result::alltoall,
-                        OpKind::alltoall, std::move(splits));
+  m.def("alltoall_async", [](py::array in, Shape splits, std::string name, std::string dtype,
+                             int ps) {
+    return gather_async({in}, name, dtype, ps, Result::alltoall, OpKind::alltoall, splits);
   }, arg("input"), arg("splits"), arg("name"), arg("dtype") = "", arg("process_set") = 0);
   m.def("grouped_allgather_async", [](Arrays ins, std::string name, std::string dtype, int ps) {
-    return gather_async(std::move(ins), std::move(name), std::move(dtype), ps, Result::gathered_list);
+    return gather_async(ins, name, dtype, ps, Result::gathered_list);
   }, arg("inputs"), arg("name"), arg("dtype") = "", arg("process_set") = 0);
   m.def("allgather_async", [](py::array in, std::string name, std::string dtype, int ps) {
-    return gather_async({in}, std::move(name), std::move(dtype), ps, Result::gathered);
+    return gather_async({in}, name, dtype, ps, Result::gathered);
   }, arg("input"), arg("name"), arg("dtype") = "", arg("process_set") = 0);
-  m.def("broadcast_async", &broadcast_async, arg("input"), arg("output"), arg("root"), arg("name"),
-        arg("dtype") = "", arg("process_set") = 0);
+  m.def("broadcast_async", [](py::array in, py::array out, int root, std::string name,
+                              std::string dtype, int ps) {
+    engine::Request r = request(OpKind::broadcast, std::move(name));
+    r.root = root;
+    add_host_tensors(r, {in}, {out}, dtype, "broadcast");
+    return submit(ps, std::move(r), py::make_tuple(in, out));
+  }, arg("input"), arg("output"), arg("root"), arg("name"), arg("dtype") = "",
+     arg("process_set") = 0);
   m.def("add_process_set", [](std::vector<int> ranks) { return rt().add_process_set(ranks); },
         arg("ranks"), unlocked);
-  m.def("remove_process_set", [](int id) { return rt().remove_process_set(id); }, arg("id"), unlocked);
+  m.def("remove_process_set", [](int id) { return rt().remove_process_set(id); }, arg("id"),
+        unlocked);
   m.def("process_set_ranks", [](int id) { return rt().process_set_ranks(id); }, arg("id"));
   m.def("process_set_ids", [] { return rt().process_set_ids(); });
   m.def("start_timeline", [](std::string path) { rt().start_timeline(path); }, arg("path"));
@@ -289,7 +278,8 @@ PYBIND11_MODULE(_riseml, m) {
                                      std::string dtype, int device, std::uintptr_t stream,
                                      std::string name, int op, double pre, double post, int ps) {
     if (ins.empty() || ins.size() != outs.size() || ins.size() != shapes.size())
-      throw py::value_error("riseml: device allreduce needs equally many (>0) inputs, outputs, shapes");
+      throw py::value_error(
+          "riseml: device allreduce needs equally many (>0) inputs, outputs, shapes");
     auto r = reduction(OpKind::allreduce, std::move(name), op, pre, post);
     return rt().submit(ps, on_device(std::move(r), ins, outs, shapes, dtype, device, stream));
   }, arg("inputs"), arg("outputs"), arg("shapes"), arg("dtype"), arg("device"), arg("stream"),
@@ -298,14 +288,15 @@ PYBIND11_MODULE(_riseml, m) {
                                      std::string dtype, int device, std::uintptr_t stream,
                                      int root, std::string name, int ps) {
     engine::Request r = request(OpKind::broadcast, std::move(name));
-  r.root = root;
+    r.root = root;
     return rt().submit(ps, on_device(std::move(r), {in}, {out}, {shape}, dtype, device, stream));
   }, arg("input"), arg("output"), arg("shape"), arg("dtype"), arg("device"), arg("stream"),
      arg("root"), arg("name"), arg("process_set") = 0);
   m.def("device_allgather_async", [](std::uintptr_t in, Shape shape, std::string dtype, int device,
                                      std::uintptr_t stream, std::string name, int ps) {
     if (shape.empty()) throw py::value_error("riseml: allgather needs at least one dimension");
-    auto r = on_device(request(OpKind::allgather, std::move(name)), {in}, {}, {shape}, dtype, device, stream);
+    auto r = request(OpKind::allgather, std::move(name));
+    r = on_device(std::move(r), {in}, {}, {shape}, dtype, device, stream);
     return rt().submit(ps, std::move(r), attach(py::none(), Result::device_shape));
   }, arg("input"), arg("shape"), arg("dtype"), arg("device"), arg("stream"), arg("name"),
      arg("process_set") = 0);
@@ -313,10 +304,9 @@ PYBIND11_MODULE(_riseml, m) {
   m.def("copy_device_result", [](runtime::HandleId id, std::uintptr_t out, std::uintptr_t stream) {
     rt().copy_device_result(id, reinterpret_cast<void*>(out), reinterpret_cast<void*>(stream));
   }, arg("handle"), arg("output"), arg("stream") = 0, unlocked);
-  m.attr("SUM") = static_cast<int>(ReduceOp::sum);
-  m.attr("AVERAGE") = static_cast<int>(ReduceOp::average);
-  m.attr("MIN") = static_cast<int>(ReduceOp::min);
-  m.attr("MAX") = static_cast<int>(ReduceOp::max);
-  m.attr("PRODUCT") = static_cast<int>(ReduceOp::product);
+  for (auto [name, op] : {std::pair{"SUM", ReduceOp::sum}, {"AVERAGE", ReduceOp::average},
+                          {"MIN", ReduceOp::min}, {"MAX", ReduceOp::max},
+                          {"PRODUCT", ReduceOp::product}})
+    m.attr(name) = static_cast<int>(op);
   m.attr("ADASUM") = kAdasum;
 }
