@@ -35,7 +35,7 @@ stage_sanitize() {
   # The C++ components; the Python binding is loaded by an uninstrumented interpreter, so its
   # tests run in the werror stage only.
   configure_and_build build-asan -DRISEML_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug \
-    -DRISEML_COMPONENTS="allreduce;translator;spank_plugin;pmix_bootstrap" &&
+    -DRISEML_COMPONENTS="translator;spank_plugin;runtime;tools" &&
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
       ctest --test-dir build-asan --output-on-failure -j "$jobs" -LE "e2e|nosanitize|packaging"
 }
@@ -46,7 +46,7 @@ stage_fuzz() {
   local seconds=${RISEML_FUZZ_SECONDS:-60} rc=0
   local half=$(((seconds + 1) / 2))
   CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DRISEML_WERROR=ON -DRISEML_FUZZ=ON \
-    -DRISEML_TESTS=OFF -DRISEML_COMPONENTS="allreduce;translator;spank_plugin" -DCMAKE_BUILD_TYPE=Debug \
+    -DRISEML_TESTS=OFF -DRISEML_COMPONENTS="translator;spank_plugin" -DCMAKE_BUILD_TYPE=Debug \
     >/dev/null &&
     cmake --build build-fuzz -j "$jobs" --target riseml-fuzz-parser riseml-fuzz-topology || return 1
   bash tests/fuzz/run.sh build-fuzz "$half" parser || rc=1

@@ -23,11 +23,14 @@ print(\"H|%s|%d/%d/%d/%d/%d/%d\" % (os.environ[\"SLURM_PROCID\"], hvd.rank(), hv
       hvd.local_size(), hvd.cross_rank(), hvd.cross_size()), flush=True)
 hvd.shutdown()"'
 
-check_layout() { # description, srun arguments...
-  local what=$1 out line procid numbers env_numbers
-  shift
+check_layout() { # description, tasks per node wanted (e.g. "3 1"), srun arguments...
+  local what=$1 want_counts=$2 out procid numbers env_numbers counts
+  shift 2
   # -O: more tasks than the testbed's CPUs on a node.
   out=$(run_bounded srun --mpi=pmix --riseml-bind=env -O --time=1 "$@" sh -c "$task_report; $hvd_report")
+  # The layout srun made, by RISEML_NODE_ID: it must be the uneven one asked for.
+  counts=$(grep '^T|' <<<"$out" | cut -d'|' -f7 | sort -n | uniq -c | awk '{ print $1 }' | tr '\n' ' ')
+  [ "$counts" = "$want_counts " ] || fail "$what: want tasks per node $want_counts, got $counts:"$'\n'"$out"
   check_horovod_variables "$out"
   local tasks
   tasks=$(grep -c '^T|' <<<"$out")
@@ -40,9 +43,10 @@ check_layout() { # description, srun arguments...
   echo "$what: $tasks tasks agree"
 }
 
-check_layout "3+1 tasks" -N2 -n4 --ntasks-per-node=3
+# plane=K: K consecutive ranks per node in turn, so the nodes get uneven counts in block order.
+check_layout "3+1 tasks" "3 1" -N2 -n4 -m plane=3
 if [ "${#testbed_nodes[@]}" -ge 3 ]; then
-  check_layout "2+2+1 tasks" -N3 -n5 --ntasks-per-node=2
-  check_layout "2+2+1 tasks, cyclic" -N3 -n5 --ntasks-per-node=2 -m cyclic
+  check_layout "2+2+1 tasks" "2 2 1" -N3 -n5 -m plane=2
+  check_layout "2+2+1 tasks, cyclic" "2 2 1" -N3 -n5 -m cyclic
 fi
 ok "HOROVOD_* from spank_riseml.so and hvd.* agree on uneven placements"

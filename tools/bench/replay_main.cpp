@@ -48,7 +48,7 @@ double replay_step(const model::Workload& w, double scale, engine::Engine* engin
   std::vector<engine::Handle> handles;
   handles.reserve(w.gradients.size());
   for (std::size_t i = 0; i < w.gradients.size(); ++i) {
-    const Gradient& g = w.gradients[i];
+    const model::Gradient& g = w.gradients[i];
     at += std::chrono::duration_cast<Clock::duration>(
         std::chrono::duration<double, std::micro>(g.compute_before_us * scale));
     std::this_thread::sleep_until(at);

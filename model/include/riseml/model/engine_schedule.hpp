@@ -1,4 +1,4 @@
-// The engine's behaviour over one step (the Horovod-style background loop of engine):
+// The engine's behaviour over one step (the Horovod-style background loop of engine/):
 // every cycle it negotiates the tensors ready on all ranks, packs them in order into fusion
 // buffers of at most the fusion threshold, and reduces the buffers one after the other, while
 // the backward pass goes on computing. The step ends when both are done.

@@ -31,7 +31,7 @@ struct Cluster {
   // PCIe machine its copies take the bus. 0: compute never slows (riseml-replay sleeps its
   // compute, so 0 is exact there).
   double overlap_slowdown = 0;
-  // GPU nodes: the hierarchical mode's step between nodes runs on the hosts (engine's
+  // GPU nodes: the hierarchical mode's step between nodes runs on the hosts (engine/'s
   // GPU path, docs/gpu.md): each rank's shard is copied to pinned host memory and back at
   // staging_Bps, allreduced across nodes by the CPU ring over TCP (latency_s a step, the NIC's
   // bandwidth) and reduced by a CPU core at reduce_s_per_byte. Meanwhile the GPU computes
