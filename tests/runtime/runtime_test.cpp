@@ -20,7 +20,8 @@ namespace {
 
 using test::sum;
 
-// A node of a job: its id, and the local rank of each rank placed there in global rank order.
+// Where a job's ranks run: the node of each rank; local ranks follow in rank order on each node,
+// as Slurm and PMIx number them.
 struct Layout {
   std::vector<int> node_of_rank;
   int num_nodes = 1;
@@ -28,7 +29,7 @@ struct Layout {
 
 std::vector<pmix::JobFacts> facts_of(const Layout& layout) {
   const int n = static_cast<int>(layout.node_of_rank.size());
-  std::vector<int> on_node(static_cast<std::size_t>(layout.num_nodes) + 8, 0);
+  std::vector<int> on_node(static_cast<std::size_t>(layout.num_nodes), 0);
   std::vector<pmix::JobFacts> facts(static_cast<std::size_t>(n));
   for (int r = 0; r < n; ++r) {
     auto& f = facts[static_cast<std::size_t>(r)];
