@@ -36,6 +36,12 @@ std::size_t element_count(const std::vector<std::int64_t>& shape) {
   return n;
 }
 
+std::size_t meta_bytes(const TensorMeta& meta) {
+  std::size_t n = 0;
+  for (const auto& s : meta.shapes) n += element_count(s);
+  return n * element_size(meta.dtype);
+}
+
 namespace {
 
 class Writer {

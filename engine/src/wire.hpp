@@ -33,6 +33,8 @@ struct TensorMeta {
 TensorMeta meta_of(const Request& r);
 std::string describe_shape(const std::vector<std::int64_t>& shape);
 std::size_t element_count(const std::vector<std::int64_t>& shape);
+// The bytes of all of a request's tensors.
+std::size_t meta_bytes(const TensorMeta& meta);
 
 struct WireEntry {
   bool cached = false;

@@ -1,10 +1,8 @@
-// The host collectives whose results differ per rank: allgather (grouped: several tensors in
-// one allgatherv), reducescatter (grouped: one reduce_scatterv) and alltoall. Their metadata
-// was checked by check_agreement; a joined rank never gets here (only allreduces go on then).
-#include "engine_loop.hpp"
+#include "host_scatter.hpp"
 
 #include "scaling.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 namespace riseml::engine {
@@ -30,11 +28,11 @@ std::int64_t reducescatter_rows(std::int64_t rows, int size, int rank) {
   return rows / size + (rank < rows % size ? 1 : 0);
 }
 
-std::size_t EngineLoop::execute_allgather(Global& g, Local* l) {
+std::size_t host_allgather(const ExecutionContext& cx, const TableEntry& g, LocalRequest* l) {
   const TensorMeta& m = reference(g);
   const std::size_t esize = element_size(m.dtype);
   const std::size_t tensors = m.shapes.size();
-  const auto n = static_cast<std::size_t>(size_);
+  const auto n = static_cast<std::size_t>(cx.size);
   // counts[r]: rank r's elements of every tensor, back to back.
   std::vector<std::size_t> counts(n, 0);
   std::vector<std::int64_t> rows(tensors, 0);
@@ -54,7 +52,7 @@ std::size_t EngineLoop::execute_allgather(Global& g, Local* l) {
   if (l && tensors == 1 && l->request.tensors[0].input) {
     in = l->request.tensors[0].input;
   } else if (l && tensors > 1) {
-    packed.resize(counts[static_cast<std::size_t>(rank_)] * esize);
+    packed.resize(counts[static_cast<std::size_t>(cx.rank)] * esize);
     std::size_t at = 0;
     for (std::size_t i = 0; i < tensors; ++i) {
       const std::size_t b = element_count(l->request.tensors[i].shape) * esize;
@@ -64,7 +62,7 @@ std::size_t EngineLoop::execute_allgather(Global& g, Local* l) {
     in = packed.data();
   }
   std::vector<std::byte> all(std::max(total * esize, esize));
-  comm_->allgatherv(in, all.data(), counts, m.dtype);
+  cx.comm.allgatherv(in, all.data(), counts, m.dtype);
   all.resize(total * esize);
   if (!l) return total * esize;
   std::vector<std::vector<std::byte>> outputs(tensors);
@@ -98,41 +96,42 @@ std::size_t EngineLoop::execute_allgather(Global& g, Local* l) {
   return total * esize;
 }
 
-std::size_t EngineLoop::execute_reducescatter(Global& g, Local* l) {
+std::size_t host_reducescatter(const ExecutionContext& cx, const TableEntry& g, LocalRequest* l,
+                               std::vector<std::byte>& fusion_buffer) {
   const TensorMeta& m = reference(g);
   const std::size_t esize = element_size(m.dtype);
   const std::size_t tensors = m.shapes.size();
-  const auto n = static_cast<std::size_t>(size_);
+  const auto n = static_cast<std::size_t>(cx.size);
   // Rank r's block: its rows of tensor 0, then of tensor 1, ...
   std::vector<std::size_t> counts(n, 0);
   std::size_t total = 0;
   for (const auto& shape : m.shapes) {
     const std::size_t row = row_elements(shape);
     for (std::size_t r = 0; r < n; ++r)
-      counts[r] += static_cast<std::size_t>(reducescatter_rows(shape[0], size_, static_cast<int>(r))) * row;
+      counts[r] += static_cast<std::size_t>(reducescatter_rows(shape[0], cx.size, static_cast<int>(r))) * row;
     total += element_count(shape);
   }
-  const std::size_t mine = counts[static_cast<std::size_t>(rank_)];
+  const std::size_t mine = counts[static_cast<std::size_t>(cx.rank)];
   if (!l) return total * esize;  // unreachable: a joined rank fails the agreement first
   const bool direct = tensors == 1 && m.prescale == 1.0;
   const void* in = l->request.tensors[0].input;
   if (!direct) {
     // Pack (and prescale) into the fusion buffer in rank-block order.
-    fusion_buffer_.resize(std::max(fusion_buffer_.size(), total * esize));
-    std::byte* at = fusion_buffer_.data();
+    fusion_buffer.resize(std::max(fusion_buffer.size(), total * esize));
+    std::byte* at = fusion_buffer.data();
     for (std::size_t r = 0; r < n; ++r) {
       for (std::size_t i = 0; i < tensors; ++i) {
         const auto& shape = m.shapes[i];
         const std::size_t row = row_elements(shape);
-        const auto first = static_cast<std::size_t>(scatter_offset(shape[0], size_, static_cast<int>(r)));
-        const auto count = static_cast<std::size_t>(reducescatter_rows(shape[0], size_, static_cast<int>(r))) * row;
+        const auto first = static_cast<std::size_t>(scatter_offset(shape[0], cx.size, static_cast<int>(r)));
+        const auto count = static_cast<std::size_t>(reducescatter_rows(shape[0], cx.size, static_cast<int>(r))) * row;
         if (count)
           scale_copy(static_cast<const std::byte*>(l->request.tensors[i].input) + first * row * esize,
                      at, count, m.dtype, m.prescale);
         at += count * esize;
       }
     }
-    in = fusion_buffer_.data();
+    in = fusion_buffer.data();
   }
   std::vector<std::byte> block;
   void* out = l->request.tensors[0].output;
@@ -140,12 +139,12 @@ std::size_t EngineLoop::execute_reducescatter(Global& g, Local* l) {
     block.resize(std::max(mine * esize, esize));
     out = block.data();
   }
-  comm_->reduce_scatterv(in, out, counts, m.dtype, m.op);
+  cx.comm.reduce_scatterv(in, out, counts, m.dtype, m.op);
   // Unpack this rank's rows (and postscale).
   const std::byte* from = static_cast<const std::byte*>(out);
   for (std::size_t i = 0; i < tensors; ++i) {
     const auto& shape = m.shapes[i];
-    const auto count = static_cast<std::size_t>(reducescatter_rows(shape[0], size_, rank_)) * row_elements(shape);
+    const auto count = static_cast<std::size_t>(reducescatter_rows(shape[0], cx.size, cx.rank)) * row_elements(shape);
     void* dst = l->request.tensors[i].output;
     if (count && (dst != from || m.postscale != 1.0)) scale_copy(from, dst, count, m.dtype, m.postscale);
     from += count * esize;
@@ -153,12 +152,12 @@ std::size_t EngineLoop::execute_reducescatter(Global& g, Local* l) {
   return total * esize;
 }
 
-std::size_t EngineLoop::execute_alltoall(Global& g, Local* l) {
+std::size_t host_alltoall(const ExecutionContext& cx, const TableEntry& g, LocalRequest* l) {
   const TensorMeta& m = reference(g);
   const std::size_t esize = element_size(m.dtype);
-  const auto n = static_cast<std::size_t>(size_);
+  const auto n = static_cast<std::size_t>(cx.size);
   const std::size_t row = row_elements(m.shapes[0]);
-  const auto me = static_cast<std::size_t>(rank_);
+  const auto me = static_cast<std::size_t>(cx.rank);
   if (!l) return 0;  // unreachable: a joined rank fails the agreement first
   std::vector<std::size_t> send(n), recv(n);
   std::vector<std::int64_t> received(n);
@@ -173,7 +172,7 @@ std::size_t EngineLoop::execute_alltoall(Global& g, Local* l) {
   std::vector<std::byte> out(std::max(bytes, esize));
   const std::byte dummy[8] = {};
   const void* in = l->request.tensors[0].input ? l->request.tensors[0].input : dummy;
-  comm_->alltoallv(in, send, out.data(), recv, m.dtype);
+  cx.comm.alltoallv(in, send, out.data(), recv, m.dtype);
   out.resize(bytes);
   std::vector<std::int64_t> shape = m.shapes[0];
   shape[0] = rows;

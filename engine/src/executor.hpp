@@ -1,0 +1,41 @@
+// Runs the entries that are ready and agreed this cycle, in table order: the allreduces grouped
+// by kind (data type, operation, scaling, memory) in order of first appearance, each group cut
+// into fusion buckets of at most fusion_threshold bytes (an entry is never split); then the
+// other collectives one by one. Each goes to the host or the device strategy; the executor
+// writes the NEGOTIATE, QUEUE and collective timeline events around them.
+#pragma once
+
+#include "device_strategy.hpp"
+#include "host_strategy.hpp"
+#include "strategy.hpp"
+
+#include <cstddef>
+#include <vector>
+
+namespace riseml::engine {
+
+class Executor {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  Executor(const ExecutionContext& context, std::size_t fusion_threshold)
+      : context_(context), host_(context), device_(context), fusion_threshold_(fusion_threshold) {}
+
+  // `ready_at`: when the cycle found them ready (the end of NEGOTIATE, the start of QUEUE).
+  void run_allreduces(const std::vector<TableEntry*>& entries, Clock::time_point ready_at);
+  void run_other(TableEntry& entry, Clock::time_point ready_at);
+  // Tears down the device path (NCCL): at the end of the engine thread, while the peers' end.
+  void release_device() { device_.release(); }
+
+ private:
+  void run_bucket(const std::vector<TableEntry*>& bucket, Clock::time_point ready_at);
+  Strategy& strategy_for(const TensorMeta& meta);
+  void trace_negotiation(const std::string& name, Clock::time_point ready_at, Clock::time_point start);
+
+  ExecutionContext context_;
+  HostStrategy host_;
+  DeviceStrategy device_;
+  std::size_t fusion_threshold_;
+};
+
+}  // namespace riseml::engine

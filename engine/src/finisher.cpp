@@ -1,0 +1,27 @@
+#include "finisher.hpp"
+
+#include <memory>
+
+namespace riseml::engine {
+
+void Finisher::finish(TableEntry& g, const std::optional<CollectiveError>& error) {
+  std::shared_ptr<HandleState> h;
+  // Only this rank's part of the entry: a request of the same name that this rank has not sent
+  // yet (still incoming) is another submission, which the next cycle negotiates on its own.
+  if (g.metas[static_cast<std::size_t>(rank_)]) h = queue_.remove(g.name);
+  const TensorMeta* ref = nullptr;
+  for (const auto& m : g.metas)
+    if (m) ref = &*m;
+  if (!error && ref && ref->kind != OpKind::barrier)  // remember it: next time 4 bytes
+    negotiator_.cache().remember(g.name, g.metas);
+  negotiator_.table().close(g.name);
+  g.metas.clear();  // marks it finished; erased from the table after this cycle
+  if (h) {
+    if (error)
+      h->fail(*error);
+    else
+      h->complete();
+  }
+}
+
+}  // namespace riseml::engine

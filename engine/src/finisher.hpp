@@ -1,0 +1,30 @@
+// Ends a table entry on this rank, whoever decided it (a strategy that ran it, a failed
+// agreement, a stall verdict): this rank's handle completes or fails, a success is remembered
+// in the response cache, and the name is free for the next submission. The entry itself is
+// marked finished and leaves the table after the cycle.
+#pragma once
+
+#include "negotiator.hpp"
+#include "tensor_queue.hpp"
+#include "tensor_table.hpp"
+
+#include <riseml/collective_error.hpp>
+
+#include <optional>
+
+namespace riseml::engine {
+
+class Finisher {
+ public:
+  Finisher(int rank, TensorQueue& queue, Negotiator& negotiator)
+      : rank_(rank), queue_(queue), negotiator_(negotiator) {}
+
+  void finish(TableEntry& entry, const std::optional<CollectiveError>& error = std::nullopt);
+
+ private:
+  int rank_;
+  TensorQueue& queue_;
+  Negotiator& negotiator_;
+};
+
+}  // namespace riseml::engine

@@ -1,0 +1,144 @@
+#include "tensor_queue.hpp"
+
+#include "naming.hpp"
+
+#include <iterator>
+#include <utility>
+
+namespace riseml::engine {
+
+void TensorQueue::submit(Request request, std::shared_ptr<HandleState> handle, ReadyMarker ready) {
+  const int device = request.tensors.empty() ? -1 : request.tensors.front().device;
+  {
+    std::lock_guard lock(mutex_);
+    if (device >= 0) {
+      // NCCL binds a communicator to one device: every GPU tensor of a process on that one.
+      if (gpu_device_ >= 0 && gpu_device_ != device)
+        throw CollectiveError(ErrorKind::invalid_argument,
+                              "riseml: " + std::string(kind_name(request.kind)) + " '" +
+                                  request.name + "' on rank " + std::to_string(rank_) +
+                                  ": a tensor on CUDA device " + std::to_string(device) +
+                                  ", but this process's earlier GPU tensors were on device " +
+                                  std::to_string(gpu_device_) +
+                                  "; use one GPU per process (torch.cuda.set_device(local_rank))");
+      gpu_device_ = device;
+    }
+    if (stop_error_) throw *stop_error_;
+    if (shutdown_requested_)
+      throw CollectiveError(ErrorKind::aborted, "riseml: the engine is shutting down");
+    if (request.kind == OpKind::join) {
+      if (join_handle_)
+        throw CollectiveError(ErrorKind::invalid_argument,
+                              "riseml: join called again on rank " + std::to_string(rank_) +
+                                  " before the previous join completed");
+      join_handle_ = std::move(handle);
+    } else {
+      if (join_handle_)
+        throw CollectiveError(ErrorKind::invalid_argument,
+                              "riseml: " + std::string(kind_name(request.kind)) + " '" +
+                                  request.name + "' submitted on rank " + std::to_string(rank_) +
+                                  " after join(); wait for the join to complete first");
+      if (request.kind == OpKind::barrier) request.name = "barrier." + std::to_string(barriers_++);
+      std::string name = request.name;
+      auto [it, inserted] = in_flight_.try_emplace(
+          name, LocalRequest{std::move(request), std::move(handle), Clock::now(), std::move(ready)});
+      if (!inserted)
+        throw CollectiveError(ErrorKind::invalid_argument,
+                              "riseml: a tensor named '" + name + "' is already in flight on rank " +
+                                  std::to_string(rank_) + "; names must be unique until completed");
+      incoming_.push_back(name);
+    }
+  }
+  wake_if_parked();
+}
+
+void TensorQueue::request_shutdown() {
+  {
+    std::lock_guard lock(mutex_);
+    shutdown_requested_ = true;
+  }
+  wake_.notify_all();
+  wake_if_parked();
+}
+
+void TensorQueue::switch_timeline(const std::string& path) {
+  {
+    std::lock_guard lock(mutex_);
+    timeline_switch_ = path;
+  }
+  wake_if_parked();
+}
+
+bool TensorQueue::stopped() {
+  std::lock_guard lock(mutex_);
+  return stop_error_.has_value();
+}
+
+int TensorQueue::gpu_device() {
+  std::lock_guard lock(mutex_);
+  return gpu_device_;
+}
+
+CycleInput TensorQueue::take_cycle_input() {
+  CycleInput in;
+  std::lock_guard lock(mutex_);
+  in.timeline = std::exchange(timeline_switch_, std::nullopt);
+  in.fresh.assign(std::make_move_iterator(incoming_.begin()), std::make_move_iterator(incoming_.end()));
+  incoming_.clear();
+  in.shutdown = shutdown_requested_;
+  if (join_handle_ && !join_sent_) {
+    in.join = true;
+    join_sent_ = true;
+  }
+  return in;
+}
+
+LocalRequest* TensorQueue::find(const std::string& name) {
+  std::lock_guard lock(mutex_);
+  auto it = in_flight_.find(name);
+  return it == in_flight_.end() ? nullptr : &it->second;
+}
+
+std::shared_ptr<HandleState> TensorQueue::remove(const std::string& name) {
+  std::lock_guard lock(mutex_);
+  auto it = in_flight_.find(name);
+  if (it == in_flight_.end()) return nullptr;
+  std::shared_ptr<HandleState> handle = std::move(it->second.handle);
+  in_flight_.erase(it);
+  return handle;
+}
+
+std::shared_ptr<HandleState> TensorQueue::take_join_handle() {
+  std::lock_guard lock(mutex_);
+  join_sent_ = false;
+  return std::exchange(join_handle_, nullptr);
+}
+
+std::vector<std::shared_ptr<HandleState>> TensorQueue::stop(const CollectiveError& stop_error) {
+  std::vector<std::shared_ptr<HandleState>> handles;
+  std::lock_guard lock(mutex_);
+  stop_error_ = stop_error;
+  for (auto& [name, l] : in_flight_) handles.push_back(l.handle);
+  in_flight_.clear();
+  incoming_.clear();
+  if (join_handle_) handles.push_back(std::exchange(join_handle_, nullptr));
+  return handles;
+}
+
+void TensorQueue::wait_until(Clock::time_point deadline) {
+  std::unique_lock lock(mutex_);
+  wake_.wait_until(lock, deadline, [&] { return shutdown_requested_; });
+}
+
+bool TensorQueue::has_local_work() {
+  std::lock_guard lock(mutex_);
+  return !incoming_.empty() || timeline_switch_ || shutdown_requested_ || (join_handle_ && !join_sent_);
+}
+
+void TensorQueue::wake_if_parked() {
+  // Seen parked (after the work was queued under the mutex): it may not have seen the work, so
+  // wake it. Seen not parked: it looks at the queue before it parks.
+  if (parked_.load(std::memory_order_seq_cst)) comm_.interrupt_wait();
+}
+
+}  // namespace riseml::engine

@@ -1,0 +1,101 @@
+// What this rank's callers submitted and the engine thread has not finished: the requests in
+// flight (by name), the names not yet sent to the other ranks, the join handle, and the flags a
+// caller raises for the engine thread (shutdown, a timeline switch). It owns the one mutex the
+// callers share with the engine thread, and the parking handshake: an idle engine thread sleeps
+// in the communicator, and a caller that adds work wakes it.
+#pragma once
+
+#include "device_path.hpp"
+#include "handle_state.hpp"
+
+#include <riseml/communicator.hpp>
+#include <riseml/engine/engine.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace riseml::engine {
+
+// A request submitted on this rank and not finished.
+struct LocalRequest {
+  using Clock = std::chrono::steady_clock;
+  Request request;
+  std::shared_ptr<HandleState> handle;
+  Clock::time_point enqueued;
+  ReadyMarker ready;  // device tensors: ready after this point of the caller's stream
+};
+
+// What the engine thread takes at the start of a cycle.
+struct CycleInput {
+  std::vector<std::string> fresh;  // names submitted since the last cycle, in order
+  bool shutdown = false;
+  bool join = false;                     // join() was called and is to be announced
+  std::optional<std::string> timeline;  // a switch: the new path, empty to stop
+};
+
+class TensorQueue {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // `comm` wakes a parked engine thread; `rank` is for the messages.
+  TensorQueue(Communicator& comm, int rank) : comm_(comm), rank_(rank) {}
+
+  // --- The callers' side (any thread).
+  // Queues a checked request (barrier: named here; join: becomes the join handle). Throws
+  // CollectiveError: invalid_argument for a second GPU device, a name in flight or a request
+  // after join(); the stop error once stopped; aborted while shutting down.
+  void submit(Request request, std::shared_ptr<HandleState> handle, ReadyMarker ready);
+  void request_shutdown();
+  void switch_timeline(const std::string& path);  // empty: stop
+  bool stopped();
+  // The CUDA device of this process's GPU tensors, -1 before the first.
+  int gpu_device();
+
+  // --- The engine thread's side.
+  CycleInput take_cycle_input();
+  // The request of that name in flight on this rank, or null. The pointer stays valid until the
+  // engine thread itself removes the request (remove, stop).
+  LocalRequest* find(const std::string& name);
+  // Removes the request of that name; its handle, null when it is not in flight.
+  std::shared_ptr<HandleState> remove(const std::string& name);
+  // The join handle (null if none), and join() may be announced again.
+  std::shared_ptr<HandleState> take_join_handle();
+  // Marks the engine stopped with `stop_error` (what later submissions throw) and returns the
+  // handles of everything pending, for the caller to fail.
+  std::vector<std::shared_ptr<HandleState>> stop(const CollectiveError& stop_error);
+  // Sleeps until `deadline`, or until shutdown is requested.
+  void wait_until(Clock::time_point deadline);
+  // Work of this rank's own that a parked engine thread must wake up for.
+  bool has_local_work();
+  // The engine thread is about to sleep in the communicator (true), or is awake (false).
+  void set_parked(bool parked) { parked_.store(parked, std::memory_order_seq_cst); }
+
+ private:
+  void wake_if_parked();
+
+  Communicator& comm_;
+  const int rank_;
+  std::mutex mutex_;  // guards everything below but parked_
+  std::condition_variable wake_;
+  std::deque<std::string> incoming_;
+  std::unordered_map<std::string, LocalRequest> in_flight_;
+  std::uint64_t barriers_ = 0;
+  bool shutdown_requested_ = false;
+  std::shared_ptr<HandleState> join_handle_;
+  bool join_sent_ = false;
+  std::optional<CollectiveError> stop_error_;  // set once stopped: what submissions throw then
+  std::optional<std::string> timeline_switch_;
+  int gpu_device_ = -1;  // one per process: NCCL binds a communicator to one device
+  std::atomic<bool> parked_{false};
+};
+
+}  // namespace riseml::engine
