@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Horovod's rank numbers agree everywhere on uneven placements: for 3+1 tasks on 2 nodes and
-# 2+2+1 on 3, the HOROVOD_* variables spank_riseml.so sets for each task and what riseml.torch
-# says in that task after hvd.init() (over PMIx, srun --mpi=pmix) are the same six numbers, and
-# they are Horovod's (check_horovod_variables: cross size = nodes with a task of this local rank).
+# Horovod's rank numbers agree everywhere on uneven placements: for 3+1 tasks on 2 nodes, and
+# 2+2+1 (block and cyclic) and 3+1+1 on 3, the HOROVOD_* variables spank_riseml.so sets for each
+# task and what riseml.torch says in that task after hvd.init() (over PMIx, srun --mpi=pmix) are
+# the same six numbers, and they are Horovod's (check_horovod_variables: cross size = nodes with a task of this local rank).
 # Arguments: the build's python folder.
 # shellcheck source-path=SCRIPTDIR source=common.sh
 . "$(dirname "$0")/common.sh"
@@ -43,10 +43,12 @@ check_layout() { # description, tasks per node wanted (e.g. "3 1"), srun argumen
   echo "$what: $tasks tasks agree"
 }
 
-# plane=K: K consecutive ranks per node in turn, so the nodes get uneven counts in block order.
+# Slurm 22.05: -m plane=3 over 2 nodes places 3+1; -N3 -n5 places 2+2+1 (block) and, with
+# -m plane=2, 3+1+1; -m cyclic deals the ranks out one node at a time.
 check_layout "3+1 tasks" "3 1" -N2 -n4 -m plane=3
 if [ "${#testbed_nodes[@]}" -ge 3 ]; then
-  check_layout "2+2+1 tasks" "2 2 1" -N3 -n5 -m plane=2
+  check_layout "2+2+1 tasks" "2 2 1" -N3 -n5
   check_layout "2+2+1 tasks, cyclic" "2 2 1" -N3 -n5 -m cyclic
+  check_layout "3+1+1 tasks" "3 1 1" -N3 -n5 -m plane=2
 fi
 ok "HOROVOD_* from spank_riseml.so and hvd.* agree on uneven placements"

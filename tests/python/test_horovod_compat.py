@@ -1,7 +1,8 @@
 """Horovod's API beyond allreduce/allgather/broadcast, with Horovod's semantics: process sets,
 reducescatter, alltoall, grouped allgather, sparse allreduce, Adasum, int8/int16/bool, integer
-scaling, the exception classes, join rules, HOROVOD_* variables, the dynamic timeline,
-capability queries, SyncBatchNorm and init after shutdown. Run under riseml-launch -n 1..4."""
+scaling, the exception classes, join rules, HOROVOD_* variables and Horovod's cross numbers,
+the dynamic timeline, capability queries, SyncBatchNorm and init after shutdown. Run under
+riseml-launch -n 1..4."""
 import json
 import os
 import sys
@@ -34,6 +35,20 @@ def test_environment_and_queries():
               hvd.ddl_built, hvd.rocm_built, hvd.mpi_threads_supported):
         assert q() is False, q.__name__
     assert bool(hvd.nccl_built()) == hvd.cuda_built() == hvd.gpu_status()[0]
+
+
+def test_cross_numbers_match_the_launcher():
+    # Horovod's definition (common/horovod_ranks.hpp): the ranks with this local rank, one per
+    # node that has one. riseml-launch and the SPANK plugin export it as HOROVOD_CROSS_*.
+    if "HOROVOD_CROSS_RANK" in os.environ:
+        assert hvd.cross_rank() == int(os.environ["HOROVOD_CROSS_RANK"]), hvd.cross_rank()
+        assert hvd.cross_size() == int(os.environ["HOROVOD_CROSS_SIZE"]), hvd.cross_size()
+    assert 0 <= hvd.cross_rank() < hvd.cross_size() <= hvd.size()
+    crosses = hvd.allgather_object((hvd.local_rank(), hvd.cross_rank(), hvd.cross_size()))
+    for local_rank in {c[0] for c in crosses}:  # each local rank's ranks number 0.. in order
+        mine = [c for c in crosses if c[0] == local_rank]
+        assert [c[1] for c in mine] == list(range(len(mine))), crosses
+        assert all(c[2] == len(mine) for c in mine), crosses
 
 
 def test_dtypes():

@@ -1,0 +1,27 @@
+// How the runtime joins its job: where this process sits and a rendezvous to find the others.
+// In production the PMIx session (srun --mpi=pmix, mpirun, riseml-launch, or a lone process);
+// tests give threads of one process an in-memory rendezvous and facts of their choosing.
+#pragma once
+
+#include <riseml/pmix/job_facts.hpp>
+#include <riseml/rendezvous.hpp>
+
+#include <functional>
+#include <memory>
+
+namespace riseml::runtime {
+
+struct JobBootstrap {
+  pmix::JobFacts facts;
+  // Owns the bootstrap session: it ends when the last owner lets go.
+  std::shared_ptr<Rendezvous> rendezvous;
+};
+
+// Called once, at the first init() (and again at the init() after a finalize()).
+using BootstrapFactory = std::function<JobBootstrap()>;
+
+// Connects to the PMIx server that started this process (pmix::init with its default options):
+// throws pmix::BootstrapError, whose message says how to start the process, when it cannot.
+JobBootstrap pmix_job_bootstrap();
+
+}  // namespace riseml::runtime

@@ -1,0 +1,207 @@
+#include <riseml/runtime/runtime.hpp>
+
+#include "horovod_cross_of_job.hpp"
+#include "process_set_agreement.hpp"
+#include "process_set_registry.hpp"
+#include "rendezvous_prefix.hpp"
+
+#include <mutex>
+#include <numeric>
+#include <optional>
+
+namespace riseml::runtime {
+
+struct Runtime::State {
+  BootstrapFactory start_bootstrap;
+  // From the first init() to finalize(); init() after shutdown() reuses it.
+  std::optional<JobBootstrap> job;
+  int generation = 0;
+  RuntimeOptions options;  // the last init()'s, for the process sets
+  HandleTable handles;
+
+  mutable std::mutex mutex;  // guards what follows
+  std::shared_ptr<engine::Engine> engine;  // the job's; null when not initialized
+  pmix::JobFacts facts;
+  CrossOfJob cross;
+  ProcessSetRegistry sets;
+
+  // Under `mutex`.
+  void require_initialized() const {
+    if (!engine)
+      throw CollectiveError(ErrorKind::invalid_argument,
+                            "riseml has not been initialized; call riseml.init() first");
+  }
+  int fact(int pmix::JobFacts::*member) const {
+    std::lock_guard lock(mutex);
+    require_initialized();
+    return facts.*member;
+  }
+  HorovodCross cross_numbers() const {
+    std::lock_guard lock(mutex);
+    require_initialized();
+    if (!cross.cross) throw CollectiveError(ErrorKind::setup, cross.why_unknown);
+    return *cross.cross;
+  }
+};
+
+Runtime::Runtime(BootstrapFactory bootstrap) : state_(std::make_unique<State>()) {
+  state_->start_bootstrap = std::move(bootstrap);
+}
+
+Runtime::~Runtime() {
+  try {
+    finalize();
+  } catch (...) {  // nothing to tell at destruction; engines that fail to stop are joined anyway
+  }
+}
+
+void Runtime::init(const RuntimeOptions& options) {
+  State& s = *state_;
+  {
+    std::lock_guard lock(s.mutex);
+    if (s.engine) return;
+  }
+  if (!s.job) {
+    s.job = s.start_bootstrap();
+    s.generation = 0;
+  } else {
+    ++s.generation;
+  }
+  s.options = options;
+  CommunicatorOptions communicator = options.communicator;
+  communicator.rendezvous_prefix = job_rendezvous_prefix(s.generation);
+  auto engine = std::make_shared<engine::Engine>(*s.job->rendezvous, communicator, options.engine);
+  CrossOfJob cross = horovod_cross_of_job(*engine, s.job->facts);
+  std::lock_guard lock(s.mutex);
+  s.facts = s.job->facts;
+  s.cross = std::move(cross);
+  s.engine = std::move(engine);
+}
+
+void Runtime::shutdown() {
+  State& s = *state_;
+  std::shared_ptr<engine::Engine> engine;
+  std::map<int, std::shared_ptr<ProcessSet>> sets;
+  {
+    std::lock_guard lock(s.mutex);
+    if (!s.engine) return;
+    engine = std::exchange(s.engine, nullptr);
+    sets = s.sets.take_all();
+  }
+  for (auto& [id, set] : sets)
+    if (set->engine) set->engine->shutdown();
+  engine->shutdown();
+  s.handles.clear();
+}
+
+void Runtime::finalize() {
+  shutdown();
+  state_->job.reset();
+}
+
+bool Runtime::initialized() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->engine && !state_->engine->stopped();
+}
+
+int Runtime::rank() const { return state_->fact(&pmix::JobFacts::rank); }
+int Runtime::size() const { return state_->fact(&pmix::JobFacts::size); }
+int Runtime::local_rank() const { return state_->fact(&pmix::JobFacts::local_rank); }
+int Runtime::local_size() const { return state_->fact(&pmix::JobFacts::local_size); }
+int Runtime::cross_rank() const { return static_cast<int>(state_->cross_numbers().rank); }
+int Runtime::cross_size() const { return static_cast<int>(state_->cross_numbers().size); }
+
+std::shared_ptr<engine::Engine> Runtime::engine(int id) const {
+  std::lock_guard lock(state_->mutex);
+  state_->require_initialized();
+  if (id == 0) return state_->engine;
+  return state_->sets.engine_of(id, state_->facts.rank);
+}
+
+int Runtime::add_process_set(std::vector<int> ranks) {
+  State& s = *state_;
+  std::shared_ptr<engine::Engine> job;
+  int rank = 0, size = 0, id = 0;
+  {
+    std::lock_guard lock(s.mutex);
+    s.require_initialized();
+    job = s.engine;
+    rank = s.facts.rank;
+    size = s.facts.size;
+    id = s.sets.next_id();
+  }
+  ranks = checked_process_set_ranks(std::move(ranks), size);
+  check_every_rank_agrees(*job, rank, id, ranks);
+  {
+    std::lock_guard lock(s.mutex);
+    if (auto other = s.sets.id_of(ranks))
+      throw CollectiveError(ErrorKind::invalid_argument,
+                            "riseml: a process set with ranks " + rank_list(ranks) +
+                                " already exists (id " + std::to_string(*other) + ")");
+    s.sets.take_next_id();
+  }
+  CommunicatorOptions communicator = s.options.communicator;
+  communicator.rendezvous_prefix = process_set_rendezvous_prefix(s.generation, id);
+  engine::EngineOptions engine_options = s.options.engine;
+  engine_options.timeline_path.clear();  // the job's engine writes the timeline
+  auto set = set_up_process_set(*s.job->rendezvous, rank, std::move(ranks), communicator,
+                                engine_options);
+  std::lock_guard lock(s.mutex);
+  s.sets.add(id, std::move(set));
+  return id;
+}
+
+bool Runtime::remove_process_set(int id) {
+  std::shared_ptr<ProcessSet> set;
+  {
+    std::lock_guard lock(state_->mutex);
+    state_->require_initialized();
+    set = state_->sets.remove(id);
+  }
+  if (!set) return false;
+  if (set->engine) set->engine->shutdown();
+  return true;
+}
+
+std::vector<int> Runtime::process_set_ranks(int id) const {
+  std::lock_guard lock(state_->mutex);
+  state_->require_initialized();
+  if (id != 0) return state_->sets.find(id)->ranks;
+  std::vector<int> all(static_cast<std::size_t>(state_->facts.size));
+  std::iota(all.begin(), all.end(), 0);
+  return all;
+}
+
+std::vector<int> Runtime::process_set_ids() const {
+  std::lock_guard lock(state_->mutex);
+  state_->require_initialized();
+  std::vector<int> ids{0};
+  for (int id : state_->sets.ids()) ids.push_back(id);
+  return ids;
+}
+
+void Runtime::start_timeline(const std::string& path) { engine(0)->start_timeline(path); }
+
+void Runtime::stop_timeline() { engine(0)->stop_timeline(); }
+
+int Runtime::join() { return engine(0)->join().join_result(); }
+
+void Runtime::barrier(int process_set) { engine(process_set)->barrier().wait(); }
+
+HandleId Runtime::submit(int process_set, engine::Request request, Attachment attachment) {
+  // A device allgather's bytes stay on the device until the caller has a tensor for them.
+  const bool device_allgather = request.kind == engine::OpKind::allgather &&
+                                !request.tensors.empty() && request.tensors.front().device >= 0;
+  engine::Handle handle = engine(process_set)->enqueue(std::move(request));
+  return state_->handles.add(std::move(handle), std::move(attachment), device_allgather);
+}
+
+bool Runtime::poll(HandleId id) const { return state_->handles.poll(id); }
+
+CompletedOperation Runtime::wait(HandleId id) { return state_->handles.wait(id); }
+
+void Runtime::copy_device_result(HandleId id, void* destination, void* stream) {
+  state_->handles.copy_device_result(id, destination, stream);
+}
+
+}  // namespace riseml::runtime
