@@ -3,12 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <iterator>
 #include <random>
 #include <stdexcept>
-#include <string_view>
 #include <vector>
 
 #include "algorithms/streaming_rule.hpp"
@@ -22,7 +20,7 @@ using kernels::Isa;
 
 std::vector<Isa> isas() {
   std::vector<Isa> v{Isa::generic};
-  if (kernels::active_isa() == Isa::avx2_f16c) v.push_back(Isa::avx2_f16c);
+  if (kernels::best_isa() == Isa::avx2_f16c) v.push_back(Isa::avx2_f16c);
   return v;
 }
 
@@ -291,12 +289,17 @@ namespace {
 
 // Non-temporal stores only for large blocks of calls that do not fit in the last-level cache.
 TEST(StreamingRule, LargeBlocksOfCallsBeyondTheCacheOnly) {
-  if (const char* v = std::getenv("RISEML_STREAMING_STORES"); v && std::string_view(v) == "0")
-    GTEST_SKIP() << "RISEML_STREAMING_STORES=0 turns streaming off";
+  const CommunicatorOptions o;
   const std::size_t huge = std::size_t{1} << 40;
-  EXPECT_FALSE(streaming_pays((4 << 20) - 1, huge)) << "a block under 4 MiB never streams";
-  EXPECT_TRUE(streaming_pays(4 << 20, huge)) << "a call far beyond any cache streams";
-  EXPECT_FALSE(streaming_pays(4 << 20, 0)) << "a call that touches nothing fits every cache";
+  EXPECT_FALSE(streaming_pays(o, (4 << 20) - 1, huge)) << "a block under 4 MiB never streams";
+  EXPECT_TRUE(streaming_pays(o, 4 << 20, huge)) << "a call far beyond any cache streams";
+  EXPECT_FALSE(streaming_pays(o, 4 << 20, 0)) << "a call that touches nothing fits every cache";
+}
+
+TEST(StreamingRule, NeverWhenTheOptionIsOff) {
+  CommunicatorOptions o;
+  o.streaming_stores = false;
+  EXPECT_FALSE(streaming_pays(o, 4 << 20, std::size_t{1} << 40));
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -25,6 +26,9 @@ enum class TransportChoice : std::uint8_t { automatic, shm, tcp, inproc };
 // float32, which is what fp16 compression is for). float32: widen to float32, reduce, round
 // once at the end (one rounding in all; twice the bytes on the wire).
 enum class HalfReduce : std::uint8_t { wire, float32 };
+// Which build of the reduction and conversion kernels runs: the best the CPU has (AVX2+F16C or
+// generic), or the generic loops. Both give the same bits.
+enum class KernelChoice : std::uint8_t { automatic, generic };
 
 std::string_view to_string(Algorithm a);
 std::string_view to_string(TransportChoice t);
@@ -38,8 +42,8 @@ struct CommunicatorOptions {
   // RISEML_TRANSPORT: auto (shm between ranks of one host, tcp otherwise) | shm | tcp | inproc.
   // inproc requires every rank to be a thread of this process (unit tests).
   TransportChoice transport = TransportChoice::automatic;
-  // RISEML_IFACE: the network interface (or IPv4 address) TCP listens on; empty = the address
-  // the hostname resolves to, else loopback.
+  // RISEML_IFACE: the network interface (or IPv4 address) TCP listens on; empty = the first
+  // non-loopback IPv4 interface that is up, else loopback.
   std::string iface;
   // RISEML_TCP_CONNECTIONS: TCP connections per peer (large messages are striped over them).
   int tcp_connections = 1;
@@ -49,12 +53,36 @@ struct CommunicatorOptions {
   // Keys published on the rendezvous start with this prefix; communicators of one job that
   // are set up at the same time need distinct prefixes.
   std::string rendezvous_prefix = "riseml";
-  // Ranks with equal host keys count as one host (shared memory, hierarchical layout). Empty:
-  // hostname + boot id, or RISEML_HOST_KEY. Tests set it to fake several hosts.
+  // RISEML_HOST_KEY: ranks with equal host keys count as one host (shared memory, hierarchical
+  // layout). Empty: hostname + boot id. Tests set it to fake several hosts.
   std::string host_key;
+  // RISEML_SMALL_BYTES: an automatic allreduce below this size uses halving-doubling, and so
+  // does one whose ring steps would carry less than a quarter of it.
+  std::size_t small_message_bytes = 64 << 10;
+  // RISEML_SHM_SLOTS: slots per shared-memory channel (2 to 1024).
+  int shm_slots = 8;
+  // RISEML_SHM_SLOT_KIB: KiB per shared-memory slot (4 to 65536). 0: 128 KiB, less when a host
+  // has so many ranks that a rank's segment would pass 16 MiB.
+  int shm_slot_kib = 0;
+  // RISEML_SPIN_US: how long a rank waiting on shared memory spins before it yields and sleeps
+  // on its doorbell. Unset: 50 us, or none when the host has more ranks than this rank may use
+  // CPUs (a spinning rank then keeps its peer from running: it yields at once instead).
+  std::optional<std::chrono::microseconds> spin_time;
+  // RISEML_RING_CHUNK_KIB: 2 ranks over shared memory run the ring over chunks of this many KiB
+  // per rank (messages of at least twice 2 x this size); 0 turns chunking off.
+  std::size_t ring_chunk_kib = 512;
+  // RISEML_SINGLE_COPY_BYTES: all-to-all blocks of this many bytes and more between ranks of one
+  // host are read straight from the sender's buffer; 0: never. Unset: 16 KiB, 32 KiB when the
+  // host runs more ranks than it has CPUs. Must agree on all ranks.
+  std::optional<std::size_t> single_copy_bytes;
+  // RISEML_STREAMING_STORES=0 (false): never write with non-temporal stores (streaming_rule.hpp).
+  bool streaming_stores = true;
+  // RISEML_KERNELS=generic. Process-wide: a communicator created with `generic` makes every
+  // later kernel call of the process use the generic loops (see kernels::use_generic_kernels).
+  KernelChoice kernels = KernelChoice::automatic;
 
-  // The defaults overridden by the RISEML_* environment variables above. Throws
-  // CollectiveError(invalid_argument) on a malformed value.
+  // The defaults overridden by the RISEML_* environment variables above, the only place the
+  // core reads them. Throws CollectiveError(invalid_argument) on a malformed value.
   static CommunicatorOptions from_environment();
 };
 

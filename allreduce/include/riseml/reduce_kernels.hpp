@@ -1,6 +1,6 @@
-// Element-wise reduction and conversion kernels. One entry point per job; each picks, once per
-// process, an AVX2+F16C build of its loops where the CPU has them and a generic one otherwise
-// (RISEML_KERNELS=generic forces the latter). Both give identical bits.
+// Element-wise reduction and conversion kernels. One entry point per job; each picks an AVX2+F16C
+// build of its loops where the CPU has them and a generic one otherwise (use_generic_kernels()
+// forces the latter). Both give identical bits.
 #pragma once
 
 #include <riseml/datatype.hpp>
@@ -12,8 +12,16 @@ namespace riseml::kernels {
 
 enum class Isa { generic, avx2_f16c };
 
-// The best Isa this CPU supports, after RISEML_KERNELS.
+// The best Isa this CPU supports.
+Isa best_isa();
+// What the entry points without an Isa use: best_isa(), or generic after use_generic_kernels().
 Isa active_isa();
+// From now on every kernel call of this process without an Isa runs the generic loops. A
+// communicator created with KernelChoice::generic (RISEML_KERNELS=generic) calls it: the choice
+// is process-wide because the kernels are free functions shared by every communicator, the
+// engine and the tools, and one-way because both builds give the same bits, so it serves to
+// rule the vector loops out when hunting a problem, not to tune per communicator.
+void use_generic_kernels() noexcept;
 const char* to_string(Isa isa);
 
 // out[i] = a[i] op b[i] for i < count. `out` may be `a` or `b` (exactly), never a partial

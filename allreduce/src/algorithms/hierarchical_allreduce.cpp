@@ -4,7 +4,6 @@
 // the data (by halving-doubling when each ring step would carry less than a quarter of
 // RISEML_SMALL_BYTES: latency-bound); a ring allgather inside each host spreads the result.
 // With one host, or hosts of different sizes, it is the plain ring.
-#include "../core/environment.hpp"
 #include "../transport/exchange.hpp"
 #include "algorithms.hpp"
 
@@ -26,7 +25,8 @@ void hierarchical_allreduce(Context& c, const CallTag& tag, const ReduceArgs& a)
   const Group column = c.column();
   const ReduceArgs cross{block, block, hi - lo, a.type, a.op};
   // Every rank of a column holds the same block, so the column agrees on the choice.
-  if ((hi - lo) * esize / static_cast<std::size_t>(column.size()) < env::small_message_bytes() / 4)
+  if ((hi - lo) * esize / static_cast<std::size_t>(column.size()) <
+      c.options().small_message_bytes / 4)
     halving_doubling_allreduce(c, tag, column, cross);
   else
     ring_allreduce(c, tag, column, cross);

@@ -17,7 +17,6 @@
 // link carries its messages in the order they are taken: offer or block, answer, block again.
 #include <unistd.h>
 
-#include <cstdlib>
 #include <cstring>
 #include <limits>
 
@@ -36,22 +35,18 @@ namespace {
 // of the host has a core (the shorter chain of steps wins: 2 ranks, 16 KiB blocks, 0.94-0.99 of
 // Open MPI per call against 0.75-0.93 through the slots), from 32 KiB when the host runs more
 // ranks than it has CPUs (then CPU time wins: 4 ranks on 2 cores, 16 KiB blocks, back to back
-// 1.33-1.36 of Open MPI through the slots against 0.82-0.85). RISEML_SINGLE_COPY_BYTES
-// overrides both (0: never). Both ranks of a pair must decide alike (else the call fails as a
-// mismatch), so this depends only on what they share: the host's CPUs and its ranks.
+// 1.33-1.36 of Open MPI through the slots against 0.82-0.85). The option single_copy_bytes
+// (RISEML_SINGLE_COPY_BYTES) overrides both (0: never). Both ranks of a pair must decide alike
+// (else the call fails as a mismatch), so this depends only on what they share: the host's CPUs
+// and its ranks.
 constexpr std::size_t kSingleCopyBytes = 16 << 10;
 constexpr std::size_t kSingleCopyBytesOversubscribed = 32 << 10;
 
-std::size_t single_copy_bytes(int local_ranks) {
-  static const std::size_t forced = [] {
-    const char* v = std::getenv("RISEML_SINGLE_COPY_BYTES");
-    if (v == nullptr || *v == '\0') return std::size_t{0};
-    const auto n = static_cast<std::size_t>(std::strtoull(v, nullptr, 10));
-    return n == 0 ? std::numeric_limits<std::size_t>::max() : n;
-  }();
+std::size_t single_copy_bytes(const CommunicatorOptions& options, int local_ranks) {
+  if (const auto forced = options.single_copy_bytes)
+    return *forced == 0 ? std::numeric_limits<std::size_t>::max() : *forced;
   // All the host's CPUs, not this process's affinity (which differs between ranks).
   static const long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
-  if (forced) return forced;
   return local_ranks > cpus ? kSingleCopyBytesOversubscribed : kSingleCopyBytes;
 }
 
@@ -78,7 +73,7 @@ void pairwise_alltoallv(Context& c, const CallTag& tag, Group g, const std::byte
   auto recv_bytes = [&](int from) { return recv.count(from) * esize; };
   auto send_data = [&](int to) { return in + send.start(to) * esize; };
   auto recv_into = [&](int from) { return out + recv.start(from) * esize; };
-  const std::size_t threshold = single_copy_bytes(c.local().size());
+  const std::size_t threshold = single_copy_bytes(c.options(), c.local().size());
   auto single_copy = [&](int peer, std::size_t bytes) {
     return bytes >= threshold && std::strcmp(c.link(g.at(peer)).kind(), "shm") == 0;
   };
@@ -106,7 +101,7 @@ void pairwise_alltoallv(Context& c, const CallTag& tag, Group g, const std::byte
     std::byte* to = recv_into(i);
     const std::byte* from = send_data(i);
     const std::size_t footprint = c.local().size() * (send.start(m) + recv.start(m)) * esize;
-    if (streaming_pays(own, footprint) && (to + own <= from || from + own <= to))
+    if (streaming_pays(c.options(), own, footprint) && (to + own <= from || from + own <= to))
       kernels::streaming_copy(to, from, own);
     else
       std::memmove(to, from, own);

@@ -6,7 +6,6 @@
 // pipeline (exchange_stream): a segment is passed on while it is still in cache.
 #include <riseml/datatype.hpp>
 
-#include <cstdlib>
 #include <cstring>
 #include <algorithm>
 #include <string_view>
@@ -71,7 +70,7 @@ void run_ring(Context& c, const CallTag& tag, Group g, const ReduceArgs& a, std:
     // The last block received is not forwarded: for large messages, stream it to memory
     // rather than pulling each destination line into the cache first.
     if (step + 1 == static_cast<std::size_t>(2 * (plan.m - 1)) &&
-        streaming_pays(plan.bytes(b), host_footprint(c, a))) {
+        streaming_pays(c.options(), plan.bytes(b), host_footprint(c, a))) {
       reduce_out = a.out + plan.lo(b);
       return StreamRecv{plan.bytes(b), nullptr, stream_copy};
     }
@@ -81,28 +80,20 @@ void run_ring(Context& c, const CallTag& tag, Group g, const ReduceArgs& a, std:
                   recv_step);
 }
 
-// Large allreduce as a pipeline of independent rings over chunks of kChunkBlockBytes per rank:
-// a block reduced in one chunk is forwarded a few hundred microseconds later, still in cache,
-// instead of being read back from memory after the whole reduce-scatter (with 2 ranks the
-// forward of an unchunked block starts only once all of it is reduced). Each element is still
-// reduced along one chain and then copied, so every rank gets the same bits on every call.
-constexpr std::size_t kChunkBlockBytes = 512 << 10;
-
-std::size_t chunk_block_bytes() {
-  static const std::size_t bytes = [] {
-    const char* v = std::getenv("RISEML_RING_CHUNK_KIB");
-    return v ? static_cast<std::size_t>(std::strtoull(v, nullptr, 10)) << 10 : kChunkBlockBytes;
-  }();
-  return bytes;
-}
-
+// Large allreduce as a pipeline of independent rings over chunks of the option ring_chunk_kib
+// (512 KiB) per rank: a block reduced in one chunk is forwarded a few hundred microseconds later,
+// still in cache, instead of being read back from memory after the whole reduce-scatter (with 2
+// ranks the forward of an unchunked block starts only once all of it is reduced). Each element
+// is still reduced along one chain and then copied, so every rank gets the same bits on every
+// call.
 void run_ring_chunked(Context& c, const CallTag& tag, Group g, const ReduceArgs& a,
                       std::size_t chunk_count) {
   const int m = g.size();
   const std::size_t esize = element_size(a.type);
   const std::size_t per_chunk = static_cast<std::size_t>(2 * (m - 1));
   const std::size_t chunks = (a.count + chunk_count - 1) / chunk_count;
-  const bool stream_last = streaming_pays(a.count * esize / static_cast<std::size_t>(m), host_footprint(c, a));
+  const bool stream_last = streaming_pays(
+      c.options(), a.count * esize / static_cast<std::size_t>(m), host_footprint(c, a));
   auto plan_of = [&](std::size_t j) {
     const std::size_t first = j * chunk_count;
     return RingPlan{m, g.index, std::min(chunk_count, a.count - first), esize};
@@ -166,7 +157,8 @@ void ring_allreduce(Context& c, const CallTag& tag, Group g, const ReduceArgs& a
     return;
   }
   const std::size_t esize = element_size(a.type);
-  const std::size_t chunk_bytes = chunk_block_bytes() * static_cast<std::size_t>(g.size());
+  const std::size_t chunk_bytes =
+      (c.options().ring_chunk_kib << 10) * static_cast<std::size_t>(g.size());
   // Shared memory only: over TCP a chunk is one more round trip (and the kernel's socket
   // buffers already decouple the two halves).
   if (g.size() == 2 && chunk_bytes >= esize && a.count * esize >= 2 * chunk_bytes &&

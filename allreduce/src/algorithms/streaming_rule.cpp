@@ -2,22 +2,11 @@
 
 #include <unistd.h>
 
-#include <cstdlib>
-#include <string_view>
-
 namespace riseml {
 
 namespace {
 
 constexpr std::size_t kMinimumBlock = 4 << 20;
-
-bool enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("RISEML_STREAMING_STORES");
-    return v == nullptr || std::string_view(v) != "0";
-  }();
-  return on;
-}
 
 // Measured on the development VM (L3 300 MiB, 2 ranks, allreduce): with streaming from 4 MiB
 // blocks, in place 4-32 MiB ran at 0.75-0.83 of Open MPI, without at 0.94-1.20; out of place
@@ -35,8 +24,9 @@ std::size_t last_level_cache_bytes() {
 
 }  // namespace
 
-bool streaming_pays(std::size_t block_bytes, std::size_t host_footprint) {
-  if (!enabled() || block_bytes < kMinimumBlock) return false;
+bool streaming_pays(const CommunicatorOptions& options, std::size_t block_bytes,
+                    std::size_t host_footprint) {
+  if (!options.streaming_stores || block_bytes < kMinimumBlock) return false;
   return host_footprint > last_level_cache_bytes() / 2;
 }
 

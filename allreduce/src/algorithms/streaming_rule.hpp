@@ -4,6 +4,8 @@
 // last-level cache loses what the caller (or its next call, in place) reads right after.
 #pragma once
 
+#include <riseml/communicator.hpp>
+
 #include <cstddef>
 
 namespace riseml {
@@ -12,7 +14,8 @@ namespace riseml {
 // the final fence cost more than they save). `host_footprint`: the bytes every rank of this host
 // touches in this call together (inputs and outputs). Streams when the footprint exceeds half the
 // last-level cache (unknown cache size: from 4 MiB blocks on, as before the rule).
-// RISEML_STREAMING_STORES=0 turns streaming off.
-bool streaming_pays(std::size_t block_bytes, std::size_t host_footprint);
+// Never when options.streaming_stores is off (RISEML_STREAMING_STORES=0).
+bool streaming_pays(const CommunicatorOptions& options, std::size_t block_bytes,
+                    std::size_t host_footprint);
 
 }  // namespace riseml

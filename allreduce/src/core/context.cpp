@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <riseml/collective_error.hpp>
+#include <riseml/reduce_kernels.hpp>
 
 #include <algorithm>
 #include <cerrno>
@@ -20,7 +21,7 @@
 #include "../transport/inproc_link.hpp"
 #include "../transport/shm_link.hpp"
 #include "../transport/tcp_mesh.hpp"
-#include "environment.hpp"
+#include "automatic_settings.hpp"
 
 namespace riseml {
 
@@ -70,15 +71,19 @@ Mac segment_mac(const std::vector<std::byte>& secret, const std::string& name) {
 
 Context::Context(Rendezvous& rendezvous, const CommunicatorOptions& options)
     : options_(options), rank_(rendezvous.rank()), size_(rendezvous.size()) {
+  timeout_ = options_.timeout;
   if (size_ < 1 || rank_ < 0 || rank_ >= size_)
     throw CollectiveError(ErrorKind::invalid_argument, "rendezvous reports rank " +
                                                            std::to_string(rank_) + " of " +
                                                            std::to_string(size_));
+  // The kernels are shared by the whole process (see kernels::use_generic_kernels).
+  if (options_.kernels == KernelChoice::generic) kernels::use_generic_kernels();
   start_call();
   try {
     exchange_host_facts(rendezvous);
     build_layout();
-    spin_time_ = env::spin_time(static_cast<int>(local_ranks_.size()));
+    spin_time_ = options_.spin_time ? *options_.spin_time
+                                    : automatic_spin_time(static_cast<int>(local_ranks_.size()));
     connect(rendezvous);
   } catch (const RendezvousError& e) {
     throw CollectiveError(ErrorKind::setup,
@@ -152,28 +157,21 @@ void Context::interrupt_wait() noexcept {
   if (doorbell_) doorbell_->ring();
 }
 
-std::string Context::name(int r) const {
-  std::string s = "rank " + std::to_string(r);
-  if (r >= 0 && r < static_cast<int>(peers_.size()) && !peers_[static_cast<std::size_t>(r)].host.empty())
-    s += " (host " + peers_[static_cast<std::size_t>(r)].host + ")";
-  return s;
-}
-
 void Context::exchange_host_facts(Rendezvous& rendezvous) {
   const std::string host = this_hostname();
-  std::string key = host + "/" + read_boot_id();
-  // RISEML_HOST_KEY lets tests pretend ranks of one machine run on different hosts.
-  if (const char* forced = std::getenv("RISEML_HOST_KEY")) key = forced;
-  if (!options_.host_key.empty()) key = options_.host_key;
+  // A key of the caller's lets tests pretend ranks of one machine run on different hosts.
+  const std::string key =
+      options_.host_key.empty() ? host + "/" + read_boot_id() : options_.host_key;
   rendezvous.put(options_.rendezvous_prefix + "/host",
                  to_bytes(host + "\n" + key + "\n" + std::to_string(::getpid())));
   rendezvous.fence(options_.timeout);
   peers_.resize(static_cast<std::size_t>(size_));
+  host_names_.resize(static_cast<std::size_t>(size_));
   for (int r = 0; r < size_; ++r) {
     std::istringstream in(to_string(rendezvous.get(r, options_.rendezvous_prefix + "/host",
                                                    options_.timeout)));
     PeerInfo& p = peers_[static_cast<std::size_t>(r)];
-    std::getline(in, p.host);
+    std::getline(in, host_names_[static_cast<std::size_t>(r)]);
     std::getline(in, p.host_key);
     in >> p.pid;
   }
@@ -241,8 +239,10 @@ void Context::connect(Rendezvous& rendezvous) {
   if (!shm_peers.empty()) {
     ShmLayout layout;
     layout.channels = static_cast<std::uint32_t>(local_ranks_.size());
-    layout.slots = static_cast<std::uint32_t>(env::shm_slots());
-    layout.slot_bytes = env::shm_slot_bytes(layout.channels, layout.slots);
+    layout.slots = static_cast<std::uint32_t>(options_.shm_slots);
+    layout.slot_bytes = options_.shm_slot_kib > 0
+                            ? static_cast<std::uint64_t>(options_.shm_slot_kib) << 10
+                            : automatic_shm_slot_bytes(layout.channels, layout.slots);
     const std::string seg_name = "/riseml-" + std::to_string(::getpid()) + "-" +
                                  std::to_string(rank_) + "-" + random_hex(8);
     my_segment = std::make_shared<ShmSegment>(ShmSegment::create(seg_name, layout, rank_));

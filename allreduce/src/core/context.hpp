@@ -1,6 +1,6 @@
 // What every algorithm runs on: this rank's place in the job, a Link to each peer, the peers'
 // hosts (to name them in errors), the per-call timeout and the pre-allocated scratch space.
-// Gloo calls the same thing a context; the transports and the algorithms both only see this.
+// Gloo calls the same thing a context. The transports see only its PeerLinks part.
 #pragma once
 
 #include <riseml/communicator.hpp>
@@ -13,14 +13,13 @@
 #include <string>
 #include <vector>
 
-#include "../transport/link.hpp"
+#include "../transport/peer_links.hpp"
 
 namespace riseml {
 
 struct Doorbell;
 
 struct PeerInfo {
-  std::string host;       // hostname, for messages
   std::string host_key;   // hostname + boot id: equal means "same machine, shared memory works"
   int pid = 0;
 };
@@ -34,7 +33,7 @@ struct Group {
   int at(int i) const { return ranks[static_cast<std::size_t>(((i % size()) + size()) % size())]; }
 };
 
-class Context {
+class Context : public PeerLinks {
  public:
   Context(Rendezvous& rendezvous, const CommunicatorOptions& options);
   ~Context();
@@ -44,11 +43,7 @@ class Context {
   int rank() const { return rank_; }
   int size() const { return size_; }
   const CommunicatorOptions& options() const { return options_; }
-  Link& link(int peer) const { return *links_[static_cast<std::size_t>(peer)]; }
-  // Every link (null for this rank itself).
-  const std::vector<std::unique_ptr<Link>>& links() const { return links_; }
   const PeerInfo& peer(int r) const { return peers_[static_cast<std::size_t>(r)]; }
-  std::string name(int r) const;  // "rank 3 (host node-2)"
 
   // The whole job, and the layout used by the hierarchical algorithm.
   Group world() const { return {world_, rank_}; }
@@ -57,12 +52,8 @@ class Context {
   bool uniform_hosts() const { return uniform_hosts_; }               // same #ranks on every host
   int hosts() const { return hosts_; }
 
-  // How long a wait on shared memory spins before sleeping (RISEML_SPIN_US).
-  std::chrono::microseconds spin_time() const { return spin_time_; }
-
-  // Deadline of the call in progress.
-  std::chrono::steady_clock::time_point deadline() const { return deadline_; }
-  void start_call() { deadline_ = std::chrono::steady_clock::now() + options_.timeout; }
+  // Sets the deadline of the call that starts now.
+  void start_call() { deadline_ = std::chrono::steady_clock::now() + timeout_; }
   std::uint64_t next_sequence() { return sequence_++; }
 
   // Scratch that grows to the largest size asked for and is then reused (which: 0..2).
@@ -87,12 +78,9 @@ class Context {
   int rank_ = 0;
   int size_ = 1;
   std::vector<PeerInfo> peers_;
-  std::vector<std::unique_ptr<Link>> links_;
   std::vector<int> world_, local_ranks_, column_ranks_;
   int local_index_ = 0, column_index_ = 0, hosts_ = 1;
   bool uniform_hosts_ = true;
-  std::chrono::steady_clock::time_point deadline_{};
-  std::chrono::microseconds spin_time_{50};
   std::uint64_t sequence_ = 0;
   std::vector<std::byte> scratch_[3];
   int interrupt_fd_ = -1;         // an eventfd: wakes wait_for_peers when it polls

@@ -7,8 +7,8 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <type_traits>
@@ -258,8 +258,6 @@ __attribute__((target("avx2"))) void streaming_copy_avx2(std::byte* dst, const s
 }
 
 Isa detect_isa() {
-  const char* forced = std::getenv("RISEML_KERNELS");
-  if (forced != nullptr && std::strcmp(forced, "generic") == 0) return Isa::generic;
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") &&
       __builtin_cpu_supports("fma"))
@@ -280,12 +278,21 @@ void divide_loop(T* p, std::size_t n, int divisor) {
   }
 }
 
+// Set once a communicator is created with KernelChoice::generic; never cleared.
+std::atomic<bool> generic_only{false};
+
 }  // namespace
 
-Isa active_isa() {
+Isa best_isa() {
   static const Isa isa = detect_isa();
   return isa;
 }
+
+Isa active_isa() {
+  return generic_only.load(std::memory_order_relaxed) ? Isa::generic : best_isa();
+}
+
+void use_generic_kernels() noexcept { generic_only.store(true, std::memory_order_relaxed); }
 
 const char* to_string(Isa isa) { return isa == Isa::avx2_f16c ? "avx2+f16c" : "generic"; }
 

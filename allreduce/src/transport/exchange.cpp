@@ -12,14 +12,14 @@ namespace {
 constexpr std::size_t kAll = std::numeric_limits<std::size_t>::max();
 }
 
-void exchange(Context& context, const CallTag& tag, const SendSpec& send, const RecvSpec& recv) {
-  Link* sender = send.peer >= 0 ? &context.link(send.peer) : nullptr;
-  Link* receiver = recv.peer >= 0 ? &context.link(recv.peer) : nullptr;
+void exchange(PeerLinks& peers, const CallTag& tag, const SendSpec& send, const RecvSpec& recv) {
+  Link* sender = send.peer >= 0 ? &peers.link(send.peer) : nullptr;
+  Link* receiver = recv.peer >= 0 ? &peers.link(recv.peer) : nullptr;
   if (sender) sender->begin_send(tag, send.data, send.bytes);
   if (receiver) receiver->begin_recv(tag, recv.bytes, recv.direct, recv.sink);
   bool send_done = sender == nullptr;
   bool recv_done = receiver == nullptr;
-  ProgressWaiter waiter(context, tag);
+  ProgressWaiter waiter(peers, tag);
   for (;;) {
     bool moved = false;
     if (!send_done) send_done = sender->progress_send(moved, kAll);
@@ -33,7 +33,7 @@ void exchange(Context& context, const CallTag& tag, const SendSpec& send, const 
   }
 }
 
-void receive_each(Context& context, const CallTag& tag, std::size_t count,
+void receive_each(PeerLinks& peers, const CallTag& tag, std::size_t count,
                   FunctionRef<RecvSpec(std::size_t)> recv, FunctionRef<void(std::size_t)> done) {
   // The pending peers, swapped to the end as they complete (on the stack up to 64 peers).
   constexpr std::size_t kInline = 64;
@@ -52,15 +52,15 @@ void receive_each(Context& context, const CallTag& tag, std::size_t count,
   for (std::size_t k = 0; k < count; ++k) {
     const RecvSpec r = recv(k);
     if (r.peer < 0) continue;
-    context.link(r.peer).begin_recv(tag, r.bytes, r.direct, r.sink);
+    peers.link(r.peer).begin_recv(tag, r.bytes, r.direct, r.sink);
     pending[left++] = {k, r.peer};
   }
-  ProgressWaiter waiter(context, tag);
+  ProgressWaiter waiter(peers, tag);
   std::size_t turn = 0;  // whose link the waiter watches (and checks) next
   while (left > 0) {
     bool moved = false;
     for (std::size_t j = 0; j < left;) {
-      if (!context.link(pending[j].peer).progress_recv(moved)) {
+      if (!peers.link(pending[j].peer).progress_recv(moved)) {
         ++j;
         continue;
       }
@@ -75,12 +75,12 @@ void receive_each(Context& context, const CallTag& tag, std::size_t count,
       waiter.moved();
     } else {
       const Pending& p = pending[turn++ % left];
-      waiter.idle(nullptr, -1, &context.link(p.peer), p.peer);
+      waiter.idle(nullptr, -1, &peers.link(p.peer), p.peer);
     }
   }
 }
 
-void exchange_all(Context& context, const CallTag& tag, std::size_t count,
+void exchange_all(PeerLinks& peers, const CallTag& tag, std::size_t count,
                   FunctionRef<SendSpec(std::size_t)> send, FunctionRef<RecvSpec(std::size_t)> recv) {
   // The pending links, swapped to the end as they finish (on the stack up to 64 peers).
   constexpr std::size_t kInline = 64;
@@ -96,27 +96,27 @@ void exchange_all(Context& context, const CallTag& tag, std::size_t count,
   for (std::size_t k = 0; k < count; ++k) {
     const SendSpec s = send(k);
     if (s.peer >= 0) {
-      context.link(s.peer).begin_send(tag, s.data, s.bytes);
+      peers.link(s.peer).begin_send(tag, s.data, s.bytes);
       sends[sending++] = s.peer;
     }
     const RecvSpec r = recv(k);
     if (r.peer >= 0) {
-      context.link(r.peer).begin_recv(tag, r.bytes, r.direct, r.sink);
+      peers.link(r.peer).begin_recv(tag, r.bytes, r.direct, r.sink);
       recvs[receiving++] = r.peer;
     }
   }
-  ProgressWaiter waiter(context, tag);
+  ProgressWaiter waiter(peers, tag);
   std::size_t turn = 0;  // whose links the waiter watches (and checks) next
   while (sending > 0 || receiving > 0) {
     bool moved = false;
     for (std::size_t j = 0; j < sending;) {
-      if (context.link(sends[j]).progress_send(moved, kAll))
+      if (peers.link(sends[j]).progress_send(moved, kAll))
         sends[j] = sends[--sending];
       else
         ++j;
     }
     for (std::size_t j = 0; j < receiving;) {
-      if (context.link(recvs[j]).progress_recv(moved))
+      if (peers.link(recvs[j]).progress_recv(moved))
         recvs[j] = recvs[--receiving];
       else
         ++j;
@@ -127,17 +127,17 @@ void exchange_all(Context& context, const CallTag& tag, std::size_t count,
       const int s = sending > 0 ? sends[turn % sending] : -1;
       const int r = receiving > 0 ? recvs[turn % receiving] : -1;
       ++turn;
-      waiter.idle(s >= 0 ? &context.link(s) : nullptr, s, r >= 0 ? &context.link(r) : nullptr, r);
+      waiter.idle(s >= 0 ? &peers.link(s) : nullptr, s, r >= 0 ? &peers.link(r) : nullptr, r);
     }
   }
 }
 
-void exchange_stream(Context& context, const CallTag& tag, int right, int left,
+void exchange_stream(PeerLinks& peers, const CallTag& tag, int right, int left,
                      std::size_t n, FunctionRef<StreamSend(std::size_t)> send_step,
                      FunctionRef<StreamRecv(std::size_t)> recv_step) {
   if (n == 0) return;
-  Link& sender = context.link(right);
-  Link& receiver = context.link(left);
+  Link& sender = peers.link(right);
+  Link& receiver = peers.link(left);
   std::size_t send_index = 0, recv_index = 0;
   bool send_independent = true;
   auto begin_send = [&] {
@@ -151,7 +151,7 @@ void exchange_stream(Context& context, const CallTag& tag, int right, int left,
   };
   begin_send();
   begin_recv();
-  ProgressWaiter waiter(context, tag);
+  ProgressWaiter waiter(peers, tag);
   while (send_index < n || recv_index < n) {
     bool moved = false;
     // Send k forwards what receive k - 1 produces: only as far as that got.

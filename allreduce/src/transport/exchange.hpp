@@ -6,8 +6,8 @@
 #include <cstddef>
 #include <span>
 
-#include "../core/context.hpp"
 #include "link.hpp"
+#include "peer_links.hpp"
 
 namespace riseml {
 
@@ -25,14 +25,14 @@ struct RecvSpec {
 };
 
 // Throws CollectiveError (timeout naming the silent peer, mismatch, peer_failed).
-void exchange(Context& context, const CallTag& tag, const SendSpec& send, const RecvSpec& recv);
+void exchange(PeerLinks& peers, const CallTag& tag, const SendSpec& send, const RecvSpec& recv);
 
 // Receives one message from each of `count` peers at once, in whatever order they arrive:
 // recv(k) gives the k-th receive (asked once, at the start; peer -1: none), done(k) runs as
 // soon as it is complete and may send on that peer's link. For the small messages of a
 // protocol among many ranks, where taking them in a fixed order would wait on a peer that is
 // not scheduled yet while the others' messages are already there.
-void receive_each(Context& context, const CallTag& tag, std::size_t count,
+void receive_each(PeerLinks& peers, const CallTag& tag, std::size_t count,
                   FunctionRef<RecvSpec(std::size_t)> recv, FunctionRef<void(std::size_t)> done);
 
 // Sends one message to and receives one from each of `count` peer slots at once (send(k) and
@@ -41,7 +41,7 @@ void receive_each(Context& context, const CallTag& tag, std::size_t count,
 // linear exchange among ranks of one host: nobody waits for the peer of a step while another
 // peer could move (more ranks than cores), and sends never wait for each other, so it cannot
 // deadlock however large the messages.
-void exchange_all(Context& context, const CallTag& tag, std::size_t count,
+void exchange_all(PeerLinks& peers, const CallTag& tag, std::size_t count,
                   FunctionRef<SendSpec(std::size_t)> send, FunctionRef<RecvSpec(std::size_t)> recv);
 
 // One step of a pipelined stream: a message to the right and one from the left.
@@ -63,7 +63,7 @@ struct StreamRecv {
 // independent, must carry exactly what receive k - 1 writes, in order: it starts as soon as the first segments of it
 // are there, so a ring forwards each segment while it is still in cache instead of waiting
 // for whole blocks.
-void exchange_stream(Context& context, const CallTag& tag, int right, int left,
+void exchange_stream(PeerLinks& peers, const CallTag& tag, int right, int left,
                      std::size_t steps, FunctionRef<StreamSend(std::size_t)> send_step,
                      FunctionRef<StreamRecv(std::size_t)> recv_step);
 

@@ -62,15 +62,15 @@ void ProgressWaiter::check(Link* sender, int send_peer, Link* receiver, int recv
   if (now >= next_check_) {
     if (sender) sender->check_peer();
     if (receiver) receiver->check_peer();
-    for (const auto& l : context_.links())
+    for (const auto& l : peers_.links())
       if (l) l->check_pending(tag_);
     next_check_ = now + std::chrono::milliseconds(20);
   }
-  if (now >= context_.deadline()) {
+  if (now >= peers_.deadline()) {
     const int silent = receiver ? recv_peer : send_peer;
     throw CollectiveError(ErrorKind::timeout,
-                          context_.name(silent) + " did not answer within " +
-                              std::to_string(context_.options().timeout.count()) + " ms (" +
+                          peers_.name(silent) + " did not answer within " +
+                              std::to_string(peers_.timeout().count()) + " ms (" +
                               describe(tag_) + ", " +
                               (receiver ? "receiving from it" : "sending to it") + ")",
                           silent);
@@ -80,7 +80,7 @@ void ProgressWaiter::check(Link* sender, int send_peer, Link* receiver, int recv
 void ProgressWaiter::wait_on_doorbell(Doorbell& bell) {
   if (idle_ == 1) {
     const auto now = Clock::now();
-    spin_until_ = now + context_.spin_time();
+    spin_until_ = now + peers_.spin_time();
     yield_until_ = now + kYieldTime;
   }
   if (!armed_) {
@@ -88,7 +88,7 @@ void ProgressWaiter::wait_on_doorbell(Doorbell& bell) {
     // yield for a while: a peer that was only preempted gets the CPU back the soonest while
     // this rank stays runnable.
     // With no spin (more ranks than CPUs) every idle turn yields at once.
-    const bool spin = context_.spin_time().count() != 0;
+    const bool spin = peers_.spin_time().count() != 0;
     const bool clock = !spin || (idle_ & 15u) == 0;
     if (!clock || (spin && Clock::now() < spin_until_)) {
       cpu_relax();
@@ -113,7 +113,7 @@ void ProgressWaiter::wait_on_doorbell(Doorbell& bell) {
   count(counters.slept_ns, static_cast<std::uint64_t>(
                                std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count()));
   idle_ = 1;  // a wake-up starts a new short spin, then sleeps again without yielding
-  spin_until_ = Clock::now() + context_.spin_time();
+  spin_until_ = Clock::now() + peers_.spin_time();
   yield_until_ = spin_until_;
 }
 

@@ -11,8 +11,8 @@
 #include <chrono>
 #include <cstdint>
 
-#include "../core/context.hpp"
 #include "link.hpp"
+#include "peer_links.hpp"
 
 #include <riseml/wait_stats.hpp>
 
@@ -22,7 +22,7 @@ struct Doorbell;
 
 class ProgressWaiter {
  public:
-  ProgressWaiter(Context& context, const CallTag& tag) : context_(context), tag_(tag) {}
+  ProgressWaiter(PeerLinks& peers, const CallTag& tag) : peers_(peers), tag_(tag) {}
   ~ProgressWaiter();
 
   void moved();
@@ -33,7 +33,7 @@ class ProgressWaiter {
   void check(Link* sender, int send_peer, Link* receiver, int recv_peer);
   void wait_on_doorbell(Doorbell& bell);
 
-  Context& context_;
+  PeerLinks& peers_;
   const CallTag& tag_;
   unsigned idle_ = 0;
   std::chrono::steady_clock::time_point next_check_ =

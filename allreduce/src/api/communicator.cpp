@@ -2,16 +2,15 @@
 // and turning any failure into a CollectiveError that also fails the communicator (telling the
 // peers why, so their errors name the original cause).
 #include <riseml/communicator.hpp>
+#include <riseml/reduce_kernels.hpp>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 
 #include "../algorithms/algorithms.hpp"
-#include <riseml/reduce_kernels.hpp>
+#include "../core/context.hpp"
 #include "../transport/exchange.hpp"
-#include "context.hpp"
-#include "environment.hpp"
 
 namespace riseml {
 
@@ -94,7 +93,7 @@ Algorithm Communicator::algorithm_for(std::size_t bytes) const {
   // its blocks are small). Else halving-doubling where the ring would be latency-bound: the
   // message is small, or a ring step would carry less than a quarter of RISEML_SMALL_BYTES
   // (8 ranks at 2.5 Gbit/s: 64 KiB at 0.12-0.14 GB/s busbw by ring, 0.23-0.26 by halving-doubling).
-  const std::size_t small = env::small_message_bytes();
+  const std::size_t small = c.options().small_message_bytes;
   if (c.hosts() > 1 && c.uniform_hosts() && c.local().size() > 1 && bytes >= small)
     return Algorithm::hierarchical;
   const bool latency_bound = bytes < small || bytes / static_cast<std::size_t>(c.size()) < small / 4;
@@ -124,8 +123,8 @@ void reduce_all(Context& c, const void* in, void* out, std::size_t count, DataTy
     const std::size_t piece = wide ? std::min(count, kWidePieceElements) : count;
     const Group group = cross_hosts ? c.column() : c.world();
     if (cross_hosts)
-      algorithm = piece * work_esize < env::small_message_bytes() ? Algorithm::halving_doubling
-                                                                  : Algorithm::ring;
+      algorithm = piece * work_esize < c.options().small_message_bytes ? Algorithm::halving_doubling
+                                                                       : Algorithm::ring;
     CallTag tag;
     tag.sequence = c.next_sequence();
     tag.count = count;

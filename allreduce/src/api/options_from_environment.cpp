@@ -1,11 +1,9 @@
-#include "environment.hpp"
-
-#include <sched.h>
-
+// CommunicatorOptions::from_environment: the one place the core reads its RISEML_* variables.
+// Everything below (Context, transports, algorithms, kernels) gets the values through the
+// options. Empty counts as unset, except where noted.
 #include <riseml/collective_error.hpp>
 #include <riseml/communicator.hpp>
 
-#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <string>
@@ -31,60 +29,13 @@ long long parse_number(const char* name, const char* value, long long lo, long l
   return n;
 }
 
+// The tuning knobs below have always been read leniently (strtoull: no digits count as 0);
+// kept so, a malformed value means what it meant before.
+std::size_t lenient_number(const char* value) {
+  return static_cast<std::size_t>(std::strtoull(value, nullptr, 10));
+}
+
 }  // namespace
-
-namespace env {
-
-int shm_slots() {
-  const char* v = get("RISEML_SHM_SLOTS");
-  return v ? static_cast<int>(parse_number("RISEML_SHM_SLOTS", v, 2, 1024)) : 8;
-}
-
-std::uint64_t shm_slot_bytes(std::uint32_t channels, std::uint32_t slots) {
-  if (const char* v = get("RISEML_SHM_SLOT_KIB"))
-    return static_cast<std::uint64_t>(parse_number("RISEML_SHM_SLOT_KIB", v, 4, 65536)) << 10;
-  const std::uint64_t budget = 16ull << 20;
-  std::uint64_t bytes = budget / std::max<std::uint64_t>(1, std::uint64_t(channels) * slots);
-  bytes = std::clamp<std::uint64_t>(bytes, 16 << 10, 128 << 10);
-  return bytes & ~std::uint64_t{4095};
-}
-
-std::chrono::microseconds spin_time(int local_ranks) {
-  if (const char* v = get("RISEML_SPIN_US"))
-    return std::chrono::microseconds(parse_number("RISEML_SPIN_US", v, 0, 1000000));
-  cpu_set_t cpus;
-  CPU_ZERO(&cpus);
-  const int usable = ::sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
-  return std::chrono::microseconds(local_ranks > usable ? 0 : 50);
-}
-
-std::size_t small_message_bytes() {
-  const char* v = get("RISEML_SMALL_BYTES");
-  return v ? static_cast<std::size_t>(parse_number("RISEML_SMALL_BYTES", v, 0, 1ll << 40))
-           : 64 << 10;
-}
-
-}  // namespace env
-
-std::string_view to_string(Algorithm a) {
-  switch (a) {
-    case Algorithm::automatic: return "auto";
-    case Algorithm::ring: return "ring";
-    case Algorithm::halving_doubling: return "halving_doubling";
-    case Algorithm::hierarchical: return "hierarchical";
-  }
-  return "?";
-}
-
-std::string_view to_string(TransportChoice t) {
-  switch (t) {
-    case TransportChoice::automatic: return "auto";
-    case TransportChoice::shm: return "shm";
-    case TransportChoice::tcp: return "tcp";
-    case TransportChoice::inproc: return "inproc";
-  }
-  return "?";
-}
 
 CommunicatorOptions CommunicatorOptions::from_environment() {
   CommunicatorOptions o;
@@ -124,6 +75,23 @@ CommunicatorOptions CommunicatorOptions::from_environment() {
                                 ": expected wire (16 bits on the wire, rounded every step) or float32 "
                                 "(accumulated in float32, rounded once)");
   }
+  if (const char* v = get("RISEML_HOST_KEY")) o.host_key = v;
+  if (const char* v = get("RISEML_SMALL_BYTES"))
+    o.small_message_bytes =
+        static_cast<std::size_t>(parse_number("RISEML_SMALL_BYTES", v, 0, 1ll << 40));
+  if (const char* v = get("RISEML_SHM_SLOTS"))
+    o.shm_slots = static_cast<int>(parse_number("RISEML_SHM_SLOTS", v, 2, 1024));
+  if (const char* v = get("RISEML_SHM_SLOT_KIB"))
+    o.shm_slot_kib = static_cast<int>(parse_number("RISEML_SHM_SLOT_KIB", v, 4, 65536));
+  if (const char* v = get("RISEML_SPIN_US"))
+    o.spin_time = std::chrono::microseconds(parse_number("RISEML_SPIN_US", v, 0, 1000000));
+  // Here an empty value is 0 (chunking off), as it has always been.
+  if (const char* v = std::getenv("RISEML_RING_CHUNK_KIB")) o.ring_chunk_kib = lenient_number(v);
+  if (const char* v = get("RISEML_SINGLE_COPY_BYTES")) o.single_copy_bytes = lenient_number(v);
+  if (const char* v = get("RISEML_STREAMING_STORES"))
+    o.streaming_stores = std::string_view(v) != "0";
+  if (const char* v = get("RISEML_KERNELS"); v && std::string_view(v) == "generic")
+    o.kernels = KernelChoice::generic;
   return o;
 }
 
