@@ -5,6 +5,7 @@
 #pragma once
 
 #include <riseml/communicator.hpp>
+#include <riseml/cuda/gpu_options.hpp>
 #include <riseml/datatype.hpp>
 
 #include <cstddef>
@@ -32,9 +33,10 @@ class DevicePath {
  public:
   // Collective over every rank of `cpu` (which must outlive it): sets up the NCCL
   // communicator(s) on `device` (-1, a rank that joined before passing a GPU tensor:
-  // RISEML_GPU_DEVICE, else its local index on the host modulo the visible devices, the device
-  // torch.cuda.set_device(local_rank) would have picked; never the engine thread's default).
-  static std::unique_ptr<DevicePath> create(Communicator& cpu, int device);
+  // options.device when >= 0, else its local index on the host modulo the visible devices, the
+  // device torch.cuda.set_device(local_rank) would have picked; never the engine thread's
+  // default), in options.algorithm.
+  static std::unique_ptr<DevicePath> create(Communicator& cpu, int device, const cuda::GpuOptions& options);
   virtual ~DevicePath() = default;
 
   // One fused allreduce: the tensors are packed into a device fusion buffer (one tensor: in

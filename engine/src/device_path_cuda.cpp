@@ -53,9 +53,7 @@ std::shared_ptr<void> device_alloc(std::size_t bytes, int device) {
 
 class CudaDevicePath final : public DevicePath {
  public:
-  CudaDevicePath(Communicator& cpu, int device) {
-    cuda::GpuOptions options = cuda::GpuOptions::from_environment();
-    options.device = device;
+  CudaDevicePath(Communicator& cpu, const cuda::GpuOptions& options) {
     gpu_ = std::make_unique<cuda::GpuCollectives>(cpu, options);
     device_ = gpu_->device();
     check(cudaSetDevice(device_), "cudaSetDevice", device_);
@@ -221,23 +219,19 @@ ReadyMarker mark_ready(int device, void* stream) {
   return marker;
 }
 
-std::unique_ptr<DevicePath> DevicePath::create(Communicator& cpu, int device) {
+std::unique_ptr<DevicePath> DevicePath::create(Communicator& cpu, int device, const cuda::GpuOptions& options) {
   if (device < 0) {
-    if (const char* d = std::getenv("RISEML_GPU_DEVICE"); d && *d) {
-      char* end = nullptr;
-      const long v = std::strtol(d, &end, 10);
-      if (*end != '\0' || v < 0 || v > 1024)
-        throw CollectiveError(ErrorKind::invalid_argument,
-                              std::string("riseml: RISEML_GPU_DEVICE=") + d +
-                                  ": expected a CUDA device number (0, 1, ...)");
-      device = static_cast<int>(v);
+    if (options.device >= 0) {
+      device = options.device;
     } else {
       int devices = 0;
       check(cudaGetDeviceCount(&devices), "cudaGetDeviceCount", -1);
       device = devices > 0 ? cpu.host_layout().local_index % devices : 0;
     }
   }
-  return std::make_unique<CudaDevicePath>(cpu, device);
+  cuda::GpuOptions on_device = options;
+  on_device.device = device;
+  return std::make_unique<CudaDevicePath>(cpu, on_device);
 }
 
 void copy_device_to_device(void* dst, const void* src, std::size_t bytes, void* stream) {

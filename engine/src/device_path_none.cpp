@@ -16,7 +16,7 @@ namespace {
 
 ReadyMarker mark_ready(int, void*) { refuse(); }
 
-std::unique_ptr<DevicePath> DevicePath::create(Communicator&, int) { refuse(); }
+std::unique_ptr<DevicePath> DevicePath::create(Communicator&, int, const cuda::GpuOptions&) { refuse(); }
 
 void copy_device_to_device(void*, const void*, std::size_t, void*) { refuse(); }
 

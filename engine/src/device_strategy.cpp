@@ -22,7 +22,7 @@ DevicePath& DeviceStrategy::path(const LocalRequest* l) {
   if (!path_) {
     int device = l ? l->request.tensors.front().device : -1;
     if (device < 0) device = context_.queue.gpu_device();  // joined before its first GPU tensor
-    path_ = DevicePath::create(context_.comm, device);
+    path_ = DevicePath::create(context_.comm, device, context_.gpu);
   }
   return *path_;
 }

@@ -22,6 +22,12 @@ EngineOptions with_default_warn(EngineOptions options) {
   return options;
 }
 
+// The GPU collectives wait for a peer as long as the CPU communicator does.
+cuda::GpuOptions gpu_options(cuda::GpuOptions gpu, const CommunicatorOptions& communicator_options) {
+  gpu.timeout = communicator_options.timeout;
+  return gpu;
+}
+
 }  // namespace
 
 EngineLoop::EngineLoop(Rendezvous& rendezvous, const CommunicatorOptions& communicator_options,
@@ -34,7 +40,8 @@ EngineLoop::EngineLoop(Rendezvous& rendezvous, const CommunicatorOptions& commun
       negotiator_(*comm_, rank_, size_),
       stalls_(options_),
       finisher_(rank_, queue_, negotiator_),
-      executor_(ExecutionContext{*comm_, timeline_, queue_, finisher_, rank_, size_},
+      executor_(ExecutionContext{*comm_, timeline_, queue_, finisher_, rank_, size_,
+                                     gpu_options(options_.gpu, communicator_options)},
                 options_.fusion_threshold) {
   if (rank_ == 0 && !options_.timeline_path.empty()) timeline_.open(options_.timeline_path);
   thread_ = std::thread([this] { run(); });

@@ -10,6 +10,7 @@
 #include "timeline.hpp"
 
 #include <riseml/communicator.hpp>
+#include <riseml/cuda/gpu_options.hpp>
 
 #include <chrono>
 #include <cstddef>
@@ -24,6 +25,7 @@ struct ExecutionContext {
   Finisher& finisher;
   int rank;
   int size;
+  cuda::GpuOptions gpu;  // EngineOptions::gpu, with the communicator's timeout
 };
 
 class Strategy {

@@ -1,6 +1,7 @@
 // GpuOptions::from_environment: the one place the GPU half reads its variables (the CPU
-// communicator's are read by CommunicatorOptions::from_environment).
-#include <riseml/cuda/gpu_collectives.hpp>
+// communicator's are read by CommunicatorOptions::from_environment). Built with and without CUDA.
+#include <riseml/collective_error.hpp>
+#include <riseml/cuda/gpu_options.hpp>
 
 #include <cstdlib>
 #include <cstring>
@@ -24,8 +25,15 @@ GpuOptions GpuOptions::from_environment() {
                                 ": expected nccl (one NCCL communicator over all ranks) or "
                                 "hierarchical (NCCL inside a host, the CPU ring across hosts)");
   }
-  const CommunicatorOptions cpu = CommunicatorOptions::from_environment();
-  o.timeout = cpu.timeout;
+  if (const char* d = std::getenv("RISEML_GPU_DEVICE"); d && *d) {
+    char* end = nullptr;
+    const long v = std::strtol(d, &end, 10);
+    if (*end != '\0' || v < 0 || v > 1024)
+      throw CollectiveError(ErrorKind::invalid_argument,
+                            std::string("riseml: RISEML_GPU_DEVICE=") + d +
+                                ": expected a CUDA device number (0, 1, ...)");
+    o.device = static_cast<int>(v);
+  }
   return o;
 }
 

@@ -2,6 +2,8 @@
 // the Horovod one when both are set).
 #pragma once
 
+#include <riseml/cuda/gpu_options.hpp>
+
 #include <chrono>
 #include <cstddef>
 #include <functional>
@@ -29,6 +31,11 @@ struct EngineOptions {
   // Horovod hangs there). A rank that computes, or waits on another engine, holds it off.
   // RISEML_DEADLOCK_S; 0 disables it.
   std::chrono::milliseconds deadlock_shutdown = std::chrono::seconds(30);
+  // GPU tensors (a build with CUDA): the algorithm (RISEML_GPU_ALGORITHM /
+  // HOROVOD_HIERARCHICAL_ALLREDUCE) and the device of a rank that has joined before its first
+  // GPU tensor (RISEML_GPU_DEVICE; -1: the local rank modulo the node's devices). The timeout is
+  // the communicator's.
+  cuda::GpuOptions gpu;
   // Chrome trace (chrome://tracing, Perfetto) written by rank 0. RISEML_TIMELINE / HOROVOD_TIMELINE.
   std::string timeline_path;
   // Where warnings (stall reports) go; default: one line on stderr.

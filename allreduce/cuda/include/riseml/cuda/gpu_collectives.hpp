@@ -11,6 +11,7 @@
 #pragma once
 
 #include <riseml/communicator.hpp>
+#include <riseml/cuda/gpu_options.hpp>
 #include <riseml/cuda/nccl_communicator.hpp>
 
 #include <cuda_runtime.h>
@@ -22,19 +23,6 @@
 #include <string>
 
 namespace riseml::cuda {
-
-enum class GpuAlgorithm : std::uint8_t { flat, hierarchical };
-
-struct GpuOptions {
-  // RISEML_GPU_ALGORITHM=nccl|hierarchical; HOROVOD_HIERARCHICAL_ALLREDUCE=1 means hierarchical.
-  GpuAlgorithm algorithm = GpuAlgorithm::flat;
-  // The CUDA device of this rank; -1: the calling thread's current device.
-  int device = -1;
-  std::chrono::milliseconds timeout = std::chrono::seconds(60);  // RISEML_TIMEOUT_S
-
-  // Throws CollectiveError(invalid_argument) naming the variable on a malformed value.
-  static GpuOptions from_environment();
-};
 
 // How the hierarchical allreduce cuts `count` elements over `local_size` ranks of a host: the
 // first local_size * shard elements are reduce-scattered (rank i of the host owns shard i);
