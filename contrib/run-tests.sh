@@ -14,9 +14,13 @@ failed=()
 
 bash contrib/install-deps.sh
 
+# Line tables only (-g1): backtraces and sanitizer reports keep file:line, and the two builds
+# take a quarter less time than with full debug info (CI's time bound).
 configure_and_build() { # dir, extra cmake args...
   local dir=$1; shift
-  cmake -S . -B "$dir" -G Ninja -DRISEML_WERROR=ON -DRISEML_TESTS=ON "$@" >/dev/null
+  cmake -S . -B "$dir" -G Ninja -DRISEML_WERROR=ON -DRISEML_TESTS=ON \
+    "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" \
+    "-DCMAKE_C_FLAGS_DEBUG=-g1" "-DCMAKE_CXX_FLAGS_DEBUG=-g1" "$@" >/dev/null
   cmake --build "$dir" -j "$jobs"
 }
 

@@ -279,7 +279,10 @@ class WrongPidRendezvous : public InMemoryRendezvous {
   using InMemoryRendezvous::InMemoryRendezvous;
   void put(std::string_view key, const std::vector<std::byte>& value) override {
     std::string v(reinterpret_cast<const char*>(value.data()), value.size());
-    if (key.ends_with("/host")) v = v.substr(0, v.rfind('\n') + 1) + "1073741823";
+    if (key.ends_with("/host")) {  // host, key, pid, cpus: one a line
+      const auto pid_at = v.find('\n', v.find('\n') + 1) + 1;
+      v = v.substr(0, pid_at) + "1073741823" + v.substr(v.find('\n', pid_at));
+    }
     const auto* p = reinterpret_cast<const std::byte*>(v.data());
     InMemoryRendezvous::put(key, std::vector<std::byte>(p, p + v.size()));
   }

@@ -19,7 +19,16 @@ using test::run_ranks;
 
 constexpr std::size_t kCounts[] = {0, 1, 2, 3, 7, 13, 64, 97, 1000, 4099};
 constexpr Algorithm kAlgorithms[] = {Algorithm::ring, Algorithm::halving_doubling,
-                                     Algorithm::hierarchical};
+                                     Algorithm::hierarchical, Algorithm::direct};
+
+// Broadcast, allgather and barrier run directly (one step) or by tree, ring and dissemination:
+// every test of them runs both ways (RISEML_DIRECT_BYTES at its largest, and 0).
+CommunicatorOptions with_direct_bytes(std::size_t direct_bytes) {
+  auto o = test::inproc_options();
+  o.direct_bytes = direct_bytes;
+  return o;
+}
+constexpr std::size_t kDirectBytes[] = {std::size_t{1} << 40, 0};
 
 void expect_all_ok(const std::vector<test::RankOutcome>& outcomes) {
   for (std::size_t r = 0; r < outcomes.size(); ++r)
@@ -138,7 +147,7 @@ TEST(Allreduce, SixtyFourRanks) {
 // same bits, for every algorithm; ranks that disagree on the mode fail, all of them.
 TEST(Allreduce, HalfPrecisionOnTheWireOrThroughFloat32) {
   for (HalfReduce mode : {HalfReduce::wire, HalfReduce::float32})
-    for (Algorithm algo : {Algorithm::ring, Algorithm::halving_doubling}) {
+    for (Algorithm algo : {Algorithm::ring, Algorithm::halving_doubling, Algorithm::direct}) {
       std::mutex mutex;
       std::vector<std::uint16_t> results;
       auto options = test::inproc_options();
@@ -173,8 +182,9 @@ TEST(Allreduce, HalfPrecisionOnTheWireOrThroughFloat32) {
 }
 
 TEST(Broadcast, EveryRootAndSize) {
+  for (std::size_t direct : kDirectBytes)
   for (int n : {1, 2, 3, 5, 8, 13}) {
-    auto outcomes = run_ranks(n, test::inproc_options(), [&](Communicator& comm) {
+    auto outcomes = run_ranks(n, with_direct_bytes(direct), [&](Communicator& comm) {
       for (int root = 0; root < n; ++root)
         for (std::size_t count : {0, 1, 97, 5003}) {
           std::vector<std::int32_t> buf(count + 1, comm.rank() == root ? 0 : -1);
@@ -190,8 +200,9 @@ TEST(Broadcast, EveryRootAndSize) {
 }
 
 TEST(Allgather, EqualAndUnequalCounts) {
-  for (int n : {1, 2, 3, 4, 7}) {
-    auto outcomes = run_ranks(n, test::inproc_options(), [&](Communicator& comm) {
+  for (std::size_t direct : kDirectBytes)
+  for (int n : {1, 2, 3, 4, 7, 8}) {
+    auto outcomes = run_ranks(n, with_direct_bytes(direct), [&](Communicator& comm) {
       const int me = comm.rank();
       for (std::size_t count : {0, 1, 13, 1000}) {
         std::vector<double> in(count + 1, me + 0.5), out(count * n + 1, -1);
@@ -244,9 +255,10 @@ TEST(ReduceScatter, EveryTypeAndOp) {
 }
 
 TEST(Barrier, NoRankLeavesBeforeAllArrive) {
+  for (std::size_t direct : kDirectBytes)
   for (int n : {1, 2, 3, 5, 8}) {
     std::atomic<int> arrived{0};
-    auto outcomes = run_ranks(n, test::inproc_options(), [&](Communicator& comm) {
+    auto outcomes = run_ranks(n, with_direct_bytes(direct), [&](Communicator& comm) {
       for (int round = 1; round <= 3; ++round) {
         if (comm.rank() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
         arrived.fetch_add(1);

@@ -27,6 +27,7 @@ constexpr const char* kVariables[] = {"RISEML_TIMEOUT_S",
                                       "RISEML_HALF_REDUCE",
                                       "RISEML_HOST_KEY",
                                       "RISEML_SMALL_BYTES",
+                                      "RISEML_DIRECT_BYTES",
                                       "RISEML_SHM_SLOTS",
                                       "RISEML_SHM_SLOT_KIB",
                                       "RISEML_SPIN_US",
@@ -107,6 +108,7 @@ TEST_F(OptionsFromEnvironment, ReadsEveryVariable) {
   set("RISEML_HALF_REDUCE", "float32");
   set("RISEML_HOST_KEY", "fake-host-1");
   set("RISEML_SMALL_BYTES", "1000");
+  set("RISEML_DIRECT_BYTES", "0");
   set("RISEML_SHM_SLOTS", "4");
   set("RISEML_SHM_SLOT_KIB", "32");
   set("RISEML_SPIN_US", "0");
@@ -123,6 +125,7 @@ TEST_F(OptionsFromEnvironment, ReadsEveryVariable) {
   EXPECT_EQ(o.half_reduce, HalfReduce::float32);
   EXPECT_EQ(o.host_key, "fake-host-1");
   EXPECT_EQ(o.small_message_bytes, 1000u);
+  EXPECT_EQ(o.direct_bytes, 0u);
   EXPECT_EQ(o.shm_slots, 4);
   EXPECT_EQ(o.shm_slot_kib, 32);
   EXPECT_EQ(o.spin_time, std::optional(0us));
@@ -138,7 +141,8 @@ TEST_F(OptionsFromEnvironment, EveryNameOfAnEnumeratedValue) {
       {"ring", Algorithm::ring},
       {"halving_doubling", Algorithm::halving_doubling},
       {"hd", Algorithm::halving_doubling},
-      {"hierarchical", Algorithm::hierarchical}};
+      {"hierarchical", Algorithm::hierarchical},
+      {"direct", Algorithm::direct}};
   for (const auto& [name, a] : algorithms) {
     set("RISEML_ALGORITHM", name);
     EXPECT_EQ(CommunicatorOptions::from_environment().algorithm, a) << name;
@@ -162,7 +166,7 @@ TEST_F(OptionsFromEnvironment, MalformedValuesAreRefusedNamingTheVariableAndWhat
   EXPECT_EQ(refusal("RISEML_TIMEOUT_S", "10s"),
             "RISEML_TIMEOUT_S=10s: expected a whole number from 1 to 604800");
   EXPECT_EQ(refusal("RISEML_ALGORITHM", "tree"),
-            "RISEML_ALGORITHM=tree: expected auto, ring, halving_doubling (hd) or hierarchical");
+            "RISEML_ALGORITHM=tree: expected auto, ring, halving_doubling (hd), hierarchical or direct");
   EXPECT_EQ(refusal("RISEML_TRANSPORT", "ib"),
             "RISEML_TRANSPORT=ib: expected auto, shm, tcp or inproc");
   EXPECT_EQ(refusal("RISEML_TCP_CONNECTIONS", "17"),
@@ -224,6 +228,7 @@ TEST_F(OptionsFromEnvironment, TheCoreReadsNoneOfThem) {
 
 TEST(CommunicatorOptions, SmallMessageBytesSteersTheAutomaticAlgorithm) {
   auto o = test::inproc_options();
+  o.direct_bytes = 0;
   auto outcomes = test::run_ranks(2, o, [](Communicator& comm) {
     EXPECT_EQ(comm.algorithm_for(100 << 10), Algorithm::ring);
     EXPECT_EQ(comm.algorithm_for(1 << 10), Algorithm::halving_doubling);
@@ -233,6 +238,29 @@ TEST(CommunicatorOptions, SmallMessageBytesSteersTheAutomaticAlgorithm) {
   outcomes = test::run_ranks(2, o, [](Communicator& comm) {
     EXPECT_EQ(comm.algorithm_for(100 << 10), Algorithm::halving_doubling);
   });
+  for (const auto& r : outcomes) EXPECT_TRUE(r.ok) << r.error;
+}
+
+TEST(CommunicatorOptions, DirectBytesSteersTheAutomaticAlgorithmOnOneHost) {
+  auto o = test::inproc_options();
+  for (int n : {2, 3, 5, 16}) {
+    auto outcomes = test::run_ranks(n, o, [n](Communicator& comm) {
+      const std::size_t most = (24u << 10) / static_cast<std::size_t>(n - 1);
+      EXPECT_EQ(comm.algorithm_for(most), Algorithm::direct) << n;
+      EXPECT_EQ(comm.algorithm_for(most + 1), Algorithm::halving_doubling) << n;
+    });
+    for (const auto& r : outcomes) EXPECT_TRUE(r.ok) << r.error;
+  }
+  // 17 ranks, and ranks on two hosts, never take it by themselves.
+  for (int n : {17}) {
+    auto outcomes = test::run_ranks(n, o, [](Communicator& comm) {
+      EXPECT_EQ(comm.algorithm_for(64), Algorithm::halving_doubling);
+    });
+    for (const auto& r : outcomes) EXPECT_TRUE(r.ok) << r.error;
+  }
+  auto outcomes = test::run_ranks(
+      4, [&](int r) { auto x = o; x.host_key = r < 2 ? "a" : "b"; return x; },
+      [](Communicator& comm) { EXPECT_EQ(comm.algorithm_for(64), Algorithm::halving_doubling); });
   for (const auto& r : outcomes) EXPECT_TRUE(r.ok) << r.error;
 }
 

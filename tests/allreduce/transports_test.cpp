@@ -32,7 +32,8 @@ void check_transport(TransportChoice transport, int n, std::string_view expect_k
     const std::string kinds = comm.describe_transports();
     if (n > 1 && kinds.find(expect_kind) == std::string::npos)
       throw std::runtime_error("transports are " + kinds);
-    for (Algorithm algo : {Algorithm::ring, Algorithm::halving_doubling, Algorithm::hierarchical})
+    for (Algorithm algo : {Algorithm::ring, Algorithm::halving_doubling, Algorithm::hierarchical,
+                           Algorithm::direct})
       for (DataType t : {DataType::float32, DataType::bfloat16, DataType::int64, DataType::uint8})
         for (ReduceOp op : {ReduceOp::sum, ReduceOp::min, ReduceOp::average})
           for (std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{4099},

@@ -34,7 +34,8 @@ int main(int argc, char** argv) {
     const std::size_t counts_full[] = {0, 1, 7, 97, 4099, 65537, (1 << 20) + 3};
     const std::size_t counts_quick[] = {0, 1, 97, 65537};
     const auto counts = quick ? std::span<const std::size_t>(counts_quick) : std::span<const std::size_t>(counts_full);
-    for (Algorithm algo : {Algorithm::ring, Algorithm::halving_doubling, Algorithm::hierarchical})
+    for (Algorithm algo : {Algorithm::ring, Algorithm::halving_doubling, Algorithm::hierarchical,
+                           Algorithm::direct})
       for (DataType t : kAllDataTypes)
         for (ReduceOp op : kAllReduceOps)
           for (std::size_t count : counts) {

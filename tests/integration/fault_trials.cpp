@@ -90,8 +90,9 @@ Step draw_step(std::mt19937_64& rng, int size, Mode mode) {
   };
   s.count = count();
   if (s.kind == Step::allreduce) {
-    const Algorithm choices[] = {Algorithm::automatic, Algorithm::ring, Algorithm::halving_doubling};
-    s.algorithm = mode == Mode::hierarchical ? Algorithm::hierarchical : choices[rng() % 3];
+    const Algorithm choices[] = {Algorithm::automatic, Algorithm::ring, Algorithm::halving_doubling,
+                                 Algorithm::direct};
+    s.algorithm = mode == Mode::hierarchical ? Algorithm::hierarchical : choices[rng() % 4];
   }
   if (s.kind == Step::reduce_scatter) s.count = std::max<std::size_t>(1, s.count / static_cast<std::size_t>(size));
   if (s.kind == Step::allgatherv) {

@@ -54,7 +54,6 @@
 namespace riseml::bench {
 namespace {
 
-
 class OurContender : public Contender {
  public:
   OurContender(Communicator& comm, BenchCollective collective, DataType type, ReduceOp op,
@@ -382,6 +381,8 @@ int run_bench(Communicator& comm, const BenchOptions& o, BenchCollective collect
   if (comm.rank() == 0) {
     Report report(o, n, results, collective);
     for (auto& c : contenders) report.add_contender(c->name(), c->description());
+    // Which placement this run had (bound or not), as rank 0's host sees it.
+    report.add_note("placement: " + comm.describe_placement());
     if (o.gloo && collective == BenchCollective::reduce_scatter)
       report.add_note("gloo: not timed (its reduce-scatter is in place, by halving-doubling over "
                       "another block layout; riseml-bench does not wire it in)");

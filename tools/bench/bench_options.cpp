@@ -11,7 +11,7 @@ namespace {
 
 const char* kUsage =
     "usage: riseml-bench [--sizes 4K,64K,1M,16M,64M,256M] [--dtype float32] [--op sum]\n"
-    "                    [--algo auto|ring|hd|hierarchical] [--peers mpi,gloo]\n"
+    "                    [--algo auto|ring|hd|hierarchical|direct] [--peers mpi,gloo]\n"
     "                    [--collective allreduce|reduce_scatter|alltoall|all]\n"
     "                    [--modes back-to-back,per-call] [--rounds 3] [--round-seconds 0.1]\n"
     "                    [--calls 100] [--limit] [--wait-stats] [--precondition 100x256M]\n"
@@ -96,6 +96,7 @@ BenchOptions parse_bench_options(int argc, char** argv) {
         else if (a == "ring") o.algorithm = Algorithm::ring;
         else if (a == "hd" || a == "halving_doubling") o.algorithm = Algorithm::halving_doubling;
         else if (a == "hierarchical") o.algorithm = Algorithm::hierarchical;
+        else if (a == "direct") o.algorithm = Algorithm::direct;
         else usage_error("unknown --algo " + a);
       } else if (arg == "--collective") {
         o.collectives.clear();

@@ -19,7 +19,8 @@
 
 namespace riseml {
 
-enum class Algorithm : std::uint8_t { automatic, ring, halving_doubling, hierarchical };
+// direct: every rank sends its input to every other at once (one step; small calls on one host).
+enum class Algorithm : std::uint8_t { automatic, ring, halving_doubling, hierarchical, direct };
 enum class TransportChoice : std::uint8_t { automatic, shm, tcp, inproc };
 // How float16/bfloat16 allreduces and reduce-scatters add up. wire: 16-bit values travel, every
 // step adds in float32 and rounds back to 16 bits (NCCL's and Horovod's way: half the bytes of
@@ -59,14 +60,19 @@ struct CommunicatorOptions {
   // RISEML_SMALL_BYTES: an automatic allreduce below this size uses halving-doubling, and so
   // does one whose ring steps would carry less than a quarter of it.
   std::size_t small_message_bytes = 64 << 10;
+  // RISEML_DIRECT_BYTES: when 2 to 16 ranks run on one host, an automatic allreduce, allgather
+  // or broadcast whose input times (ranks - 1) is at most this many bytes (and every barrier)
+  // takes one direct step: each rank sends to every other at once. 0: never.
+  std::size_t direct_bytes = 24 << 10;
   // RISEML_SHM_SLOTS: slots per shared-memory channel (2 to 1024).
   int shm_slots = 8;
   // RISEML_SHM_SLOT_KIB: KiB per shared-memory slot (4 to 65536). 0: 128 KiB, less when a host
   // has so many ranks that a rank's segment would pass 16 MiB.
   int shm_slot_kib = 0;
   // RISEML_SPIN_US: how long a rank waiting on shared memory spins before it yields and sleeps
-  // on its doorbell. Unset: 50 us, or none when the host has more ranks than this rank may use
-  // CPUs (a spinning rank then keeps its peer from running: it yields at once instead).
+  // on its doorbell. Unset: 50 us, or none when the ranks of this host that share CPUs with this
+  // one (by their affinity masks at setup) outnumber those CPUs (a spinning rank then keeps its
+  // peer from running: it yields at once instead).
   std::optional<std::chrono::microseconds> spin_time;
   // RISEML_RING_CHUNK_KIB: 2 ranks over shared memory run the ring over chunks of this many KiB
   // per rank (messages of at least twice 2 x this size); 0 turns chunking off.
@@ -175,6 +181,9 @@ class Communicator {
   Algorithm algorithm_for(std::size_t bytes) const;
   // A short description of the transport per peer, e.g. "shm shm tcp".
   std::string describe_transports() const;
+  // Where this host's ranks may run and how this rank waits on shared memory, e.g.
+  // "cpus [0] [1], spin 50 us (1 rank(s) share 1 CPU(s))".
+  std::string describe_placement() const;
 
  private:
   std::unique_ptr<Context> context_;

@@ -35,6 +35,10 @@ void ring_allgather_phase(Context& c, const CallTag& tag, Group g, std::byte* ou
 // largest power of two in first; log2(n) steps, for small messages.
 void halving_doubling_allreduce(Context& c, const CallTag& tag, Group g, const ReduceArgs& a);
 
+// Every rank sends its whole input to every other at once and adds all inputs up in rank
+// order: one exchange, for calls whose blocks are too small for the others to pay.
+void direct_allreduce(Context& c, const CallTag& tag, Group g, const ReduceArgs& a);
+
 // Inside each host by ring (shared memory), across hosts by ring among the ranks with the same
 // local index, inside again. Needs the same number of ranks on every host.
 void hierarchical_allreduce(Context& c, const CallTag& tag, const ReduceArgs& a);
@@ -71,6 +75,14 @@ void binomial_broadcast(Context& c, const CallTag& tag, Group g, std::byte* buff
                         std::size_t bytes, int root_index);
 
 void dissemination_barrier(Context& c, const CallTag& tag, Group g);
+
+// The one-step forms of the three, for small messages among the ranks of one host (a rank
+// sends to every other at once): see Communicator's choices.
+void direct_allgatherv(Context& c, const CallTag& tag, Group g, const std::byte* in,
+                       std::byte* out, const Blocks& blocks, DataType type);
+void direct_broadcast(Context& c, const CallTag& tag, Group g, std::byte* buffer,
+                      std::size_t bytes, int root_index);
+void direct_barrier(Context& c, const CallTag& tag, Group g);
 
 // Where block b of `count` elements split in `parts` starts (balanced, element-aligned).
 inline std::size_t block_start(std::size_t count, int parts, int b) {

@@ -78,6 +78,8 @@ int Communicator::rank() const { return context_->rank(); }
 int Communicator::size() const { return context_->size(); }
 std::string Communicator::describe_transports() const { return context_->describe_transports(); }
 
+std::string Communicator::describe_placement() const { return context_->describe_placement(); }
+
 void Communicator::wait_for_peers(std::chrono::milliseconds timeout,
                                   const std::function<bool()>& has_local_work) {
   context_->wait_for_peers(timeout, has_local_work);
@@ -85,10 +87,30 @@ void Communicator::wait_for_peers(std::chrono::milliseconds timeout,
 
 void Communicator::interrupt_wait() noexcept { context_->interrupt_wait(); }
 
+namespace {
+
+// At most this many peers take the direct step: beyond it a rank's sends outlast the rounds
+// they save.
+constexpr int kMostDirectPeers = 15;
+
+// The one-step (direct) form of a collective among the ranks of one host, where every rank
+// sends `bytes_per_peer` to each other rank and all of it is at most RISEML_DIRECT_BYTES
+// (measured: docs/performance.md, "Small messages").
+bool goes_direct(const Context& c, std::size_t bytes_per_peer) {
+  const int peers = c.size() - 1;
+  const std::size_t budget = c.options().direct_bytes;
+  return c.hosts() == 1 && peers >= 1 && peers <= kMostDirectPeers && budget > 0 &&
+         bytes_per_peer <= budget / static_cast<std::size_t>(peers);
+}
+
+}  // namespace
+
 Algorithm Communicator::algorithm_for(std::size_t bytes) const {
   const Context& c = *context_;
   Algorithm a = c.options().algorithm;
   if (a != Algorithm::automatic) return a;
+  // Direct where every rank is on this host and the whole call is a few KiB: one step.
+  if (goes_direct(c, bytes)) return Algorithm::direct;
   // Hierarchical from RISEML_SMALL_BYTES up (it runs halving-doubling across hosts itself when
   // its blocks are small). Else halving-doubling where the ring would be latency-bound: the
   // message is small, or a ring step would carry less than a quarter of RISEML_SMALL_BYTES
@@ -138,6 +160,7 @@ void reduce_all(Context& c, const void* in, void* out, std::size_t count, DataTy
         case Algorithm::automatic:
         case Algorithm::ring: ring_allreduce(c, tag, group, args); break;
         case Algorithm::halving_doubling: halving_doubling_allreduce(c, tag, group, args); break;
+        case Algorithm::direct: direct_allreduce(c, tag, group, args); break;
         case Algorithm::hierarchical: hierarchical_allreduce(c, tag, args); break;
       }
       if (op == ReduceOp::average) kernels::divide(t, dst, n, group.size());
@@ -202,8 +225,11 @@ void Communicator::broadcast(void* buffer, std::size_t count, DataType type, int
     tag.root = static_cast<std::uint32_t>(root);
     tag.collective = Collective::broadcast;
     tag.type = static_cast<std::uint8_t>(type);
-    binomial_broadcast(c, tag, c.world(), static_cast<std::byte*>(buffer),
-                       count * element_size(type), root);
+    const std::size_t bytes = count * element_size(type);
+    if (goes_direct(c, bytes))
+      direct_broadcast(c, tag, c.world(), static_cast<std::byte*>(buffer), bytes, root);
+    else
+      binomial_broadcast(c, tag, c.world(), static_cast<std::byte*>(buffer), bytes, root);
   });
 }
 
@@ -217,8 +243,13 @@ void Communicator::allgather(const void* in, void* out, std::size_t count, DataT
     tag.count = count * static_cast<std::size_t>(c.size());
     tag.collective = Collective::allgather;
     tag.type = static_cast<std::uint8_t>(type);
-    // Ring: in step s send block (i - s), receive block (i - s - 1) straight into place.
     const std::size_t block = count * element_size(type);
+    if (goes_direct(c, block)) {
+      direct_allgatherv(c, tag, c.world(), static_cast<const std::byte*>(in),
+                        static_cast<std::byte*>(out), Blocks{{}, count}, type);
+      return;
+    }
+    // Ring: in step s send block (i - s), receive block (i - s - 1) straight into place.
     auto* dst = static_cast<std::byte*>(out);
     const Group g = c.world();
     const int n = g.size(), i = g.index;
@@ -245,8 +276,13 @@ void Communicator::allgatherv(const void* in, void* out, std::span<const std::si
     tag.count = total;
     tag.collective = Collective::allgather;
     tag.type = static_cast<std::uint8_t>(type);
-    ring_allgatherv(c, tag, c.world(), static_cast<const std::byte*>(in),
-                    static_cast<std::byte*>(out), counts, type);
+    const Blocks blocks{counts, 0};
+    if (goes_direct(c, blocks.largest(c.size()) * element_size(type)))
+      direct_allgatherv(c, tag, c.world(), static_cast<const std::byte*>(in),
+                        static_cast<std::byte*>(out), blocks, type);
+    else
+      ring_allgatherv(c, tag, c.world(), static_cast<const std::byte*>(in),
+                      static_cast<std::byte*>(out), counts, type);
   });
 }
 
@@ -405,7 +441,10 @@ void Communicator::barrier() {
     CallTag tag;
     tag.sequence = c.next_sequence();
     tag.collective = Collective::barrier;
-    dissemination_barrier(c, tag, c.world());
+    if (goes_direct(c, 0))
+      direct_barrier(c, tag, c.world());
+    else
+      dissemination_barrier(c, tag, c.world());
   });
 }
 

@@ -47,10 +47,11 @@ CommunicatorOptions CommunicatorOptions::from_environment() {
     else if (s == "ring") o.algorithm = Algorithm::ring;
     else if (s == "halving_doubling" || s == "hd") o.algorithm = Algorithm::halving_doubling;
     else if (s == "hierarchical") o.algorithm = Algorithm::hierarchical;
+    else if (s == "direct") o.algorithm = Algorithm::direct;
     else
       throw CollectiveError(ErrorKind::invalid_argument,
                             std::string("RISEML_ALGORITHM=") + v +
-                                ": expected auto, ring, halving_doubling (hd) or hierarchical");
+                                ": expected auto, ring, halving_doubling (hd), hierarchical or direct");
   }
   if (const char* v = get("RISEML_TRANSPORT")) {
     std::string_view s(v);
@@ -79,6 +80,8 @@ CommunicatorOptions CommunicatorOptions::from_environment() {
   if (const char* v = get("RISEML_SMALL_BYTES"))
     o.small_message_bytes =
         static_cast<std::size_t>(parse_number("RISEML_SMALL_BYTES", v, 0, 1ll << 40));
+  if (const char* v = get("RISEML_DIRECT_BYTES"))
+    o.direct_bytes = static_cast<std::size_t>(parse_number("RISEML_DIRECT_BYTES", v, 0, 1ll << 40));
   if (const char* v = get("RISEML_SHM_SLOTS"))
     o.shm_slots = static_cast<int>(parse_number("RISEML_SHM_SLOTS", v, 2, 1024));
   if (const char* v = get("RISEML_SHM_SLOT_KIB"))

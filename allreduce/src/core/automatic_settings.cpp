@@ -1,7 +1,5 @@
 #include "automatic_settings.hpp"
 
-#include <sched.h>
-
 #include <algorithm>
 
 namespace riseml {
@@ -11,13 +9,6 @@ std::uint64_t automatic_shm_slot_bytes(std::uint32_t channels, std::uint32_t slo
   std::uint64_t bytes = budget / std::max<std::uint64_t>(1, std::uint64_t(channels) * slots);
   bytes = std::clamp<std::uint64_t>(bytes, 16 << 10, 128 << 10);
   return bytes & ~std::uint64_t{4095};
-}
-
-std::chrono::microseconds automatic_spin_time(int local_ranks) {
-  cpu_set_t cpus;
-  CPU_ZERO(&cpus);
-  const int usable = ::sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
-  return std::chrono::microseconds(local_ranks > usable ? 0 : 50);
 }
 
 }  // namespace riseml

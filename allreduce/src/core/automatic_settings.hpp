@@ -1,7 +1,7 @@
-// What an option left unset comes to where that depends on the host: decided once, at setup.
+// What an option left unset comes to where that depends on the host: decided once, at setup
+// (the spin time: placement.hpp).
 #pragma once
 
-#include <chrono>
 #include <cstdint>
 
 namespace riseml {
@@ -9,9 +9,5 @@ namespace riseml {
 // shm_slot_kib unset: 128 KiB per slot, less when a rank's segment (channels x slots slots)
 // would pass 16 MiB, never under 16 KiB; a multiple of 4 KiB.
 std::uint64_t automatic_shm_slot_bytes(std::uint32_t channels, std::uint32_t slots);
-
-// spin_time unset: 50 us, or none when the host runs more ranks than this rank may use CPUs (a
-// spinning rank then keeps its peer from running: it yields at once instead).
-std::chrono::microseconds automatic_spin_time(int local_ranks);
 
 }  // namespace riseml

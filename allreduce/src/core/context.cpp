@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -82,8 +83,10 @@ Context::Context(Rendezvous& rendezvous, const CommunicatorOptions& options)
   try {
     exchange_host_facts(rendezvous);
     build_layout();
-    spin_time_ = options_.spin_time ? *options_.spin_time
-                                    : automatic_spin_time(static_cast<int>(local_ranks_.size()));
+    std::vector<std::vector<int>> local_cpus;
+    for (int r : local_ranks_) local_cpus.push_back(peers_[static_cast<std::size_t>(r)].cpus);
+    spin_decision_ = decide_spin(local_cpus, local_index_);
+    spin_time_ = options_.spin_time ? *options_.spin_time : automatic_spin_time(spin_decision_);
     connect(rendezvous);
   } catch (const RendezvousError& e) {
     throw CollectiveError(ErrorKind::setup,
@@ -163,7 +166,8 @@ void Context::exchange_host_facts(Rendezvous& rendezvous) {
   const std::string key =
       options_.host_key.empty() ? host + "/" + read_boot_id() : options_.host_key;
   rendezvous.put(options_.rendezvous_prefix + "/host",
-                 to_bytes(host + "\n" + key + "\n" + std::to_string(::getpid())));
+                 to_bytes(host + "\n" + key + "\n" + std::to_string(::getpid()) + "\n" +
+                          format_cpu_list(this_process_cpus())));
   rendezvous.fence(options_.timeout);
   peers_.resize(static_cast<std::size_t>(size_));
   host_names_.resize(static_cast<std::size_t>(size_));
@@ -173,7 +177,11 @@ void Context::exchange_host_facts(Rendezvous& rendezvous) {
     PeerInfo& p = peers_[static_cast<std::size_t>(r)];
     std::getline(in, host_names_[static_cast<std::size_t>(r)]);
     std::getline(in, p.host_key);
-    in >> p.pid;
+    std::string pid, cpus;
+    std::getline(in, pid);
+    std::getline(in, cpus);
+    p.pid = std::atoi(pid.c_str());
+    p.cpus = parse_cpu_list(cpus).value_or(std::vector<int>{});
   }
 }
 
@@ -336,6 +344,18 @@ std::string Context::describe_transports() const {
     if (!s.empty()) s += ' ';
     s += r == rank_ ? "self" : links_[static_cast<std::size_t>(r)]->kind();
   }
+  return s;
+}
+
+std::string Context::describe_placement() const {
+  std::string s = "cpus";
+  for (int r : local_ranks_) s += " [" + format_cpu_list(peers_[static_cast<std::size_t>(r)].cpus) + "]";
+  s += ", spin " + std::to_string(spin_time_.count()) + " us";
+  if (!options_.spin_time)
+    s += " (" + std::to_string(spin_decision_.sharing_ranks) + " rank(s) share " +
+         std::to_string(spin_decision_.cpus) + " CPU(s))";
+  else
+    s += " (RISEML_SPIN_US)";
   return s;
 }
 

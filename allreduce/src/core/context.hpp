@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "../transport/peer_links.hpp"
+#include "placement.hpp"
 
 namespace riseml {
 
@@ -22,6 +23,7 @@ struct Doorbell;
 struct PeerInfo {
   std::string host_key;   // hostname + boot id: equal means "same machine, shared memory works"
   int pid = 0;
+  std::vector<int> cpus;  // where it may run (its affinity at setup); empty: unknown
 };
 
 // An ordered subset of the ranks that runs an algorithm together (all ranks, the ranks of one
@@ -64,6 +66,8 @@ class Context : public PeerLinks {
   void throw_if_failed() const;
 
   std::string describe_transports() const;
+  // The CPU lists of this host's ranks and how this rank waits, e.g. "cpus [0] [1], spin 50 us".
+  std::string describe_placement() const;
 
   // See Communicator::wait_for_peers / interrupt_wait.
   void wait_for_peers(std::chrono::milliseconds timeout, const std::function<bool()>& has_local_work);
@@ -81,6 +85,7 @@ class Context : public PeerLinks {
   std::vector<int> world_, local_ranks_, column_ranks_;
   int local_index_ = 0, column_index_ = 0, hosts_ = 1;
   bool uniform_hosts_ = true;
+  SpinDecision spin_decision_;
   std::uint64_t sequence_ = 0;
   std::vector<std::byte> scratch_[3];
   int interrupt_fd_ = -1;         // an eventfd: wakes wait_for_peers when it polls

@@ -8,6 +8,7 @@ std::string_view to_string(Algorithm a) {
     case Algorithm::ring: return "ring";
     case Algorithm::halving_doubling: return "halving_doubling";
     case Algorithm::hierarchical: return "hierarchical";
+    case Algorithm::direct: return "direct";
   }
   return "?";
 }
