@@ -97,7 +97,7 @@ void EngineLoop::run() {
         next = Clock::now();
       } else {
         next += options_.cycle_time;
-        queue_.wait_until(next);
+        wait_between_cycles(next);
       }
       const auto now = Clock::now();
       if (next < now) next = now;
@@ -111,6 +111,21 @@ void EngineLoop::run() {
   }
   executor_.release_device();  // NCCL teardown here, while the peers' engines end too
   timeline_.close();
+}
+
+void EngineLoop::wait_between_cycles(Clock::time_point next) {
+  // Until the next cycle is due, so that what is submitted meanwhile is fused (Horovod's cycle
+  // time), unless waiting gains nothing: a peer that starts its next cycle is blocked in the
+  // negotiation until this rank joins (its message ends the wait), and while the peers wait
+  // for a tensor this rank has not submitted, its next submission ends it too. A small
+  // collective then costs no cycle time (docs/performance.md, "Small messages").
+  const bool awaited = negotiator_.awaits(rank_);
+  queue_.set_parked(awaited);  // a submission then interrupts the wait
+  const auto now = Clock::now();
+  if (next > now)
+    comm_->wait_for_peers(std::chrono::duration_cast<std::chrono::microseconds>(next - now),
+                          [&] { return awaited ? queue_.has_local_work() : queue_.shutdown_requested(); });
+  queue_.set_parked(false);
 }
 
 void EngineLoop::stop_all(const CollectiveError& error) {

@@ -42,6 +42,7 @@ class EngineLoop {
  private:
   void run();
   bool cycle();  // false: the engine stops
+  void wait_between_cycles(Clock::time_point next);
   // The same on every rank: nothing pending anywhere, nobody joined, no stall verdict to send.
   bool globally_idle() const;
   void stop_all(const CollectiveError& error);

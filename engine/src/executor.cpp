@@ -23,6 +23,17 @@ const char* collective_phase(OpKind k) {
 }  // namespace
 
 void Executor::run_allreduces(const std::vector<TableEntry*>& entries, Clock::time_point ready_at) {
+  // Small tensors first, fused among themselves, then the large ones: a loss or metric average
+  // submitted beside a step's gradients waits for no large buffer (every rank orders the same
+  // table alike).
+  std::vector<TableEntry*> small, large;
+  for (TableEntry* g : entries)
+    (meta_bytes(reference(*g)) <= kSmallFirstBytes ? small : large).push_back(g);
+  run_fused(small, ready_at);
+  run_fused(large, ready_at);
+}
+
+void Executor::run_fused(const std::vector<TableEntry*>& entries, Clock::time_point ready_at) {
   std::vector<std::vector<TableEntry*>> kinds;
   for (TableEntry* g : entries) {
     const TensorMeta& m = reference(*g);

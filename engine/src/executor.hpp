@@ -28,6 +28,10 @@ class Executor {
   void release_device() { device_.release(); }
 
  private:
+  // Tensors of at most this many bytes run before the others of their cycle.
+  static constexpr std::size_t kSmallFirstBytes = 64 << 10;
+  // By kind (type, op, scales, memory), in buckets of up to the fusion threshold.
+  void run_fused(const std::vector<TableEntry*>& entries, Clock::time_point ready_at);
   void run_bucket(const std::vector<TableEntry*>& bucket, Clock::time_point ready_at);
   Strategy& strategy_for(const TensorMeta& meta);
   void trace_negotiation(const std::string& name, Clock::time_point ready_at, Clock::time_point start);

@@ -110,4 +110,10 @@ CycleNews Negotiator::exchange(const Message& mine) {
   return news;
 }
 
+bool Negotiator::awaits(int rank) const {
+  for (const auto& [seq, g] : table_)
+    if (!g.finished() && !g.metas[static_cast<std::size_t>(rank)]) return true;
+  return false;
+}
+
 }  // namespace riseml::engine

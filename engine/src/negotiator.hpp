@@ -43,6 +43,8 @@ class Negotiator {
   // Ranks that announced join() since every rank last had; the last of them.
   const std::vector<bool>& joined() const { return joined_; }
   bool any_joined() const;
+  // Some other rank submitted a tensor that `rank` has not: they wait for it.
+  bool awaits(int rank) const;
   bool all_joined() const;
   int last_joined() const { return last_joined_; }
   void clear_joins() { joined_.assign(joined_.size(), false); }

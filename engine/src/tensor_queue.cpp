@@ -57,8 +57,7 @@ void TensorQueue::request_shutdown() {
     std::lock_guard lock(mutex_);
     shutdown_requested_ = true;
   }
-  wake_.notify_all();
-  wake_if_parked();
+  comm_.interrupt_wait();
 }
 
 void TensorQueue::switch_timeline(const std::string& path) {
@@ -125,9 +124,9 @@ std::vector<std::shared_ptr<HandleState>> TensorQueue::stop(const CollectiveErro
   return handles;
 }
 
-void TensorQueue::wait_until(Clock::time_point deadline) {
-  std::unique_lock lock(mutex_);
-  wake_.wait_until(lock, deadline, [&] { return shutdown_requested_; });
+bool TensorQueue::shutdown_requested() {
+  std::lock_guard lock(mutex_);
+  return shutdown_requested_;
 }
 
 bool TensorQueue::has_local_work() {

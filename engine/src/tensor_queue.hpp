@@ -13,7 +13,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -72,10 +71,10 @@ class TensorQueue {
   // Marks the engine stopped with `stop_error` (what later submissions throw) and returns the
   // handles of everything pending, for the caller to fail.
   std::vector<std::shared_ptr<HandleState>> stop(const CollectiveError& stop_error);
-  // Sleeps until `deadline`, or until shutdown is requested.
-  void wait_until(Clock::time_point deadline);
   // Work of this rank's own that a parked engine thread must wake up for.
   bool has_local_work();
+  // Shutdown was requested (it wakes the engine thread wherever it waits).
+  bool shutdown_requested();
   // The engine thread is about to sleep in the communicator (true), or is awake (false).
   void set_parked(bool parked) { parked_.store(parked, std::memory_order_seq_cst); }
 
@@ -85,7 +84,6 @@ class TensorQueue {
   Communicator& comm_;
   const int rank_;
   std::mutex mutex_;  // guards everything below but parked_
-  std::condition_variable wake_;
   std::deque<std::string> incoming_;
   std::unordered_map<std::string, LocalRequest> in_flight_;
   std::uint64_t barriers_ = 0;

@@ -100,7 +100,7 @@ TEST_P(AllreduceRanks, EveryTypeOpAlgorithmAndOddSizeMatchesTheReference) {
   check_allreduce_everything(GetParam(), [](int) { return test::inproc_options(); }, kCounts);
 }
 
-INSTANTIATE_TEST_SUITE_P(Inproc, AllreduceRanks, ::testing::Values(1, 2, 3, 4, 5, 7, 8));
+INSTANTIATE_TEST_SUITE_P(Inproc, AllreduceRanks, ::testing::Values(1, 2, 3, 4, 5, 6, 7, 8));
 
 TEST(Allreduce, HierarchicalOverFakeHostsMatchesTheReference) {
   // 3 hosts x 2 ranks, and 2 hosts x 3 ranks: ranks are spread, not contiguous, on purpose.
@@ -183,7 +183,7 @@ TEST(Allreduce, HalfPrecisionOnTheWireOrThroughFloat32) {
 
 TEST(Broadcast, EveryRootAndSize) {
   for (std::size_t direct : kDirectBytes)
-  for (int n : {1, 2, 3, 5, 8, 13}) {
+  for (int n : {1, 2, 3, 4, 5, 6, 7, 8, 13}) {
     auto outcomes = run_ranks(n, with_direct_bytes(direct), [&](Communicator& comm) {
       for (int root = 0; root < n; ++root)
         for (std::size_t count : {0, 1, 97, 5003}) {
@@ -201,7 +201,7 @@ TEST(Broadcast, EveryRootAndSize) {
 
 TEST(Allgather, EqualAndUnequalCounts) {
   for (std::size_t direct : kDirectBytes)
-  for (int n : {1, 2, 3, 4, 7, 8}) {
+  for (int n : {1, 2, 3, 4, 5, 6, 7, 8}) {
     auto outcomes = run_ranks(n, with_direct_bytes(direct), [&](Communicator& comm) {
       const int me = comm.rank();
       for (std::size_t count : {0, 1, 13, 1000}) {
@@ -256,7 +256,7 @@ TEST(ReduceScatter, EveryTypeAndOp) {
 
 TEST(Barrier, NoRankLeavesBeforeAllArrive) {
   for (std::size_t direct : kDirectBytes)
-  for (int n : {1, 2, 3, 5, 8}) {
+  for (int n : {1, 2, 3, 4, 5, 6, 7, 8}) {
     std::atomic<int> arrived{0};
     auto outcomes = run_ranks(n, with_direct_bytes(direct), [&](Communicator& comm) {
       for (int round = 1; round <= 3; ++round) {

@@ -174,7 +174,7 @@ class Communicator {
   // collective), until `has_local_work` (asked after every wake-up) says yes, or until
   // `timeout`, using no CPU meanwhile. interrupt_wait() (any thread) makes it ask
   // has_local_work again: call it after giving the waiting thread work.
-  void wait_for_peers(std::chrono::milliseconds timeout, const std::function<bool()>& has_local_work);
+  void wait_for_peers(std::chrono::microseconds timeout, const std::function<bool()>& has_local_work);
   void interrupt_wait() noexcept;
 
   // Which algorithm `allreduce` would run for this many bytes (after RISEML_ALGORITHM).

@@ -80,7 +80,7 @@ std::string Communicator::describe_transports() const { return context_->describ
 
 std::string Communicator::describe_placement() const { return context_->describe_placement(); }
 
-void Communicator::wait_for_peers(std::chrono::milliseconds timeout,
+void Communicator::wait_for_peers(std::chrono::microseconds timeout,
                                   const std::function<bool()>& has_local_work) {
   context_->wait_for_peers(timeout, has_local_work);
 }

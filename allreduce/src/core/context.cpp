@@ -115,7 +115,7 @@ Context::~Context() {
   if (interrupt_fd_ >= 0) ::close(interrupt_fd_);
 }
 
-void Context::wait_for_peers(std::chrono::milliseconds timeout,
+void Context::wait_for_peers(std::chrono::microseconds timeout,
                              const std::function<bool()>& has_local_work) {
   using Clock = std::chrono::steady_clock;
   const auto until = Clock::now() + timeout;
@@ -140,16 +140,18 @@ void Context::wait_for_peers(std::chrono::milliseconds timeout,
       if (doorbell_) doorbell_->disarm();
       return;
     }
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - now) +
-                      std::chrono::milliseconds(1);
+    const auto left = std::chrono::duration_cast<std::chrono::microseconds>(until - now) +
+                      std::chrono::microseconds(1);
     if (doorbell_ && fds.size() == 1) {
       doorbell_->sleep(armed_at, std::min<std::chrono::microseconds>(left, std::chrono::seconds(1)));
     } else if (doorbell_) {
       // Shared memory and sockets: short sleeps on the doorbell, then a look at the sockets.
-      doorbell_->sleep(armed_at, std::chrono::milliseconds(2));
+      doorbell_->sleep(armed_at, std::min<std::chrono::microseconds>(left, std::chrono::milliseconds(2)));
       ::poll(fds.data(), fds.size(), 0);
     } else {
-      ::poll(fds.data(), fds.size(), static_cast<int>(std::min<long long>(left.count(), 1000)));
+      // poll() counts milliseconds: round up, so a wait of a few microseconds does not spin.
+      const long long ms = (left.count() + 999) / 1000;
+      ::poll(fds.data(), fds.size(), static_cast<int>(std::min<long long>(ms, 1000)));
     }
   }
 }

@@ -70,7 +70,7 @@ class Context : public PeerLinks {
   std::string describe_placement() const;
 
   // See Communicator::wait_for_peers / interrupt_wait.
-  void wait_for_peers(std::chrono::milliseconds timeout, const std::function<bool()>& has_local_work);
+  void wait_for_peers(std::chrono::microseconds timeout, const std::function<bool()>& has_local_work);
   void interrupt_wait() noexcept;
 
  private:
