@@ -241,7 +241,7 @@ TEST(CommunicatorOptions, SmallMessageBytesSteersTheAutomaticAlgorithm) {
   for (const auto& r : outcomes) EXPECT_TRUE(r.ok) << r.error;
 }
 
-TEST(CommunicatorOptions, DirectBytesSteersTheAutomaticAlgorithmOnOneHost) {
+TEST(CommunicatorOptions, DirectBytesSteersTheAutomaticAlgorithm) {
   auto o = test::inproc_options();
   for (int n : {2, 3, 5, 16}) {
     auto outcomes = test::run_ranks(n, o, [n](Communicator& comm) {
@@ -251,16 +251,14 @@ TEST(CommunicatorOptions, DirectBytesSteersTheAutomaticAlgorithmOnOneHost) {
     });
     for (const auto& r : outcomes) EXPECT_TRUE(r.ok) << r.error;
   }
-  // 17 ranks, and ranks on two hosts, never take it by themselves.
-  for (int n : {17}) {
-    auto outcomes = test::run_ranks(n, o, [](Communicator& comm) {
-      EXPECT_EQ(comm.algorithm_for(64), Algorithm::halving_doubling);
-    });
-    for (const auto& r : outcomes) EXPECT_TRUE(r.ok) << r.error;
-  }
-  auto outcomes = test::run_ranks(
+  // 17 ranks never take it by themselves; ranks on two hosts do.
+  auto outcomes = test::run_ranks(17, o, [](Communicator& comm) {
+    EXPECT_EQ(comm.algorithm_for(64), Algorithm::halving_doubling);
+  });
+  for (const auto& r : outcomes) EXPECT_TRUE(r.ok) << r.error;
+  outcomes = test::run_ranks(
       4, [&](int r) { auto x = o; x.host_key = r < 2 ? "a" : "b"; return x; },
-      [](Communicator& comm) { EXPECT_EQ(comm.algorithm_for(64), Algorithm::halving_doubling); });
+      [](Communicator& comm) { EXPECT_EQ(comm.algorithm_for(64), Algorithm::direct); });
   for (const auto& r : outcomes) EXPECT_TRUE(r.ok) << r.error;
 }
 

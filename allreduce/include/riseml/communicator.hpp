@@ -60,9 +60,9 @@ struct CommunicatorOptions {
   // RISEML_SMALL_BYTES: an automatic allreduce below this size uses halving-doubling, and so
   // does one whose ring steps would carry less than a quarter of it.
   std::size_t small_message_bytes = 64 << 10;
-  // RISEML_DIRECT_BYTES: when 2 to 16 ranks run on one host, an automatic allreduce, allgather
-  // or broadcast whose input times (ranks - 1) is at most this many bytes (and every barrier)
-  // takes one direct step: each rank sends to every other at once. 0: never.
+  // RISEML_DIRECT_BYTES: with 2 to 16 ranks (on one host or several), an automatic allreduce,
+  // allgather or broadcast whose input times (ranks - 1) is at most this many bytes (and every
+  // barrier) takes one direct step: each rank sends to every other at once. 0: never.
   std::size_t direct_bytes = 24 << 10;
   // RISEML_SHM_SLOTS: slots per shared-memory channel (2 to 1024).
   int shm_slots = 8;

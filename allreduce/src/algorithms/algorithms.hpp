@@ -76,8 +76,8 @@ void binomial_broadcast(Context& c, const CallTag& tag, Group g, std::byte* buff
 
 void dissemination_barrier(Context& c, const CallTag& tag, Group g);
 
-// The one-step forms of the three, for small messages among the ranks of one host (a rank
-// sends to every other at once): see Communicator's choices.
+// The one-step forms of the three, for small messages among few ranks (a rank sends to every
+// other at once): see Communicator's choices.
 void direct_allgatherv(Context& c, const CallTag& tag, Group g, const std::byte* in,
                        std::byte* out, const Blocks& blocks, DataType type);
 void direct_broadcast(Context& c, const CallTag& tag, Group g, std::byte* buffer,

@@ -1,6 +1,6 @@
 // Direct allgather(v): every rank sends its block to every other at once and receives each
 // peer's block straight into its place; one step instead of n - 1 ring steps, for small blocks
-// among the ranks of one host.
+// among few ranks (on one host or several).
 #include <cstring>
 
 #include "../transport/exchange.hpp"

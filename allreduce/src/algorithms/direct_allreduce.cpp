@@ -1,8 +1,8 @@
 // Direct allreduce, for calls too small for a ring or halving-doubling to pay: every rank sends
 // its whole input to every other at once and receives all of theirs (one exchange, no step
 // waits for another), then adds the inputs up in rank order, so every rank computes the same
-// bits. Between ranks of one host this is one synchronisation instead of 2 log2(n) (the
-// latency of a call of a few KiB is the synchronisations, not the bytes).
+// bits. One round of latency instead of 2 log2(n), over shared memory or TCP (the latency of a
+// call of a few KiB is the rounds, not the bytes).
 #include <cstring>
 
 #include <riseml/reduce_kernels.hpp>

@@ -1,5 +1,5 @@
 // Direct barrier: every rank signals every other at once and waits for all of them; one
-// synchronisation instead of log2(n) rounds, for the ranks of one host.
+// synchronisation instead of log2(n) rounds, for few ranks.
 #include "../transport/exchange.hpp"
 #include "algorithms.hpp"
 

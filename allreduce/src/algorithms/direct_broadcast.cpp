@@ -1,5 +1,5 @@
 // Direct broadcast: the root sends to every other rank at once, each receives once; one step
-// instead of log2(n) rounds of a tree, for small messages among the ranks of one host.
+// instead of log2(n) rounds of a tree, for small messages among few ranks.
 #include "../transport/exchange.hpp"
 #include "algorithms.hpp"
 

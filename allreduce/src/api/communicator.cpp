@@ -93,13 +93,14 @@ namespace {
 // they save.
 constexpr int kMostDirectPeers = 15;
 
-// The one-step (direct) form of a collective among the ranks of one host, where every rank
-// sends `bytes_per_peer` to each other rank and all of it is at most RISEML_DIRECT_BYTES
-// (measured: docs/performance.md, "Small messages").
+// The one-step (direct) form of a collective of 2 to 16 ranks, where every rank sends
+// `bytes_per_peer` to each other rank and all of it is at most RISEML_DIRECT_BYTES. It pays over
+// shared memory and over TCP alike: one round of latency instead of several (measured:
+// docs/performance.md, "Small messages").
 bool goes_direct(const Context& c, std::size_t bytes_per_peer) {
   const int peers = c.size() - 1;
   const std::size_t budget = c.options().direct_bytes;
-  return c.hosts() == 1 && peers >= 1 && peers <= kMostDirectPeers && budget > 0 &&
+  return peers >= 1 && peers <= kMostDirectPeers && budget > 0 &&
          bytes_per_peer <= budget / static_cast<std::size_t>(peers);
 }
 
@@ -109,7 +110,7 @@ Algorithm Communicator::algorithm_for(std::size_t bytes) const {
   const Context& c = *context_;
   Algorithm a = c.options().algorithm;
   if (a != Algorithm::automatic) return a;
-  // Direct where every rank is on this host and the whole call is a few KiB: one step.
+  // Direct where the whole call is a few KiB and the ranks are few: one step.
   if (goes_direct(c, bytes)) return Algorithm::direct;
   // Hierarchical from RISEML_SMALL_BYTES up (it runs halving-doubling across hosts itself when
   // its blocks are small). Else halving-doubling where the ring would be latency-bound: the
