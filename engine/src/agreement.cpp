@@ -3,6 +3,8 @@
 #include "naming.hpp"
 
 #include <algorithm>
+#include <bit>
+#include <cstdint>
 #include <cstdio>
 #include <functional>
 #include <string>
@@ -18,29 +20,17 @@ std::string format_scale(double v) {
   return buf;
 }
 
-// Every rank's metadata equals the reference in every aspect check_agreement compares (the
-// common case, checked without building the descriptions that only a mismatch needs).
-bool plainly_agree(const TableEntry& g, const TensorMeta& ref) {
-  const bool reduces = ref.kind == OpKind::allreduce || ref.kind == OpKind::reducescatter;
-  const bool first_dim_free = ref.kind == OpKind::allgather || ref.kind == OpKind::alltoall;
-  for (const auto& m : g.metas) {
-    if (!m) continue;
-    if (m->kind != ref.kind || m->dtype != ref.dtype || m->on_device != ref.on_device) return false;
-    if (reduces && (m->adasum != ref.adasum || m->op != ref.op || m->prescale != ref.prescale ||
-                    m->postscale != ref.postscale))
-      return false;
-    if (ref.kind == OpKind::broadcast && m->root != ref.root) return false;
-    if (m->shapes.size() != ref.shapes.size()) return false;
-    for (std::size_t t = 0; t < ref.shapes.size(); ++t) {
-      const auto& a = m->shapes[t];
-      const auto& b = ref.shapes[t];
-      if (!first_dim_free ? a != b
-                          : a.size() != b.size() || !std::equal(a.begin() + (a.empty() ? 0 : 1), a.end(),
-                                                                b.begin() + (b.empty() ? 0 : 1)))
-        return false;
-    }
-  }
-  return true;
+// Every rank's metadata is equal to the reference in full, which implies agreement in every
+// aspect check_agreement compares: the common case (allreduces, broadcasts of one shape), decided
+// without building the descriptions only a mismatch needs. Whatever may differ legitimately
+// (allgather's first dimension, alltoall's splits) takes the full check.
+// The scale factors compare bit for bit (0.0 and -0.0 are told apart, as their descriptions are).
+bool identical_everywhere(const TableEntry& g, const TensorMeta& ref) {
+  auto bits = [](double v) { return std::bit_cast<std::uint64_t>(v); };
+  return std::all_of(g.metas.begin(), g.metas.end(), [&](const std::optional<TensorMeta>& m) {
+    return !m || (*m == ref && bits(m->prescale) == bits(ref.prescale) &&
+                  bits(m->postscale) == bits(ref.postscale));
+  });
 }
 
 }  // namespace
@@ -72,7 +62,7 @@ std::optional<CollectiveError> check_join_rule(const TableEntry& g, const std::v
 
 std::optional<CollectiveError> check_agreement(const TableEntry& g) {
   const TensorMeta& ref = reference(g);
-  if (plainly_agree(g, ref)) return std::nullopt;
+  if (identical_everywhere(g, ref)) return std::nullopt;
   // Compares one aspect over the ranks that submitted; on disagreement, names every value with
   // the ranks that gave it.
   auto aspect = [&](const char* what,
