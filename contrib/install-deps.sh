@@ -24,6 +24,8 @@ packages=(
   dpkg-dev help2man lintian
   # python binding
   python3-torch python3-numpy python3-yaml pybind11-dev python3-dev python3-sklearn
+  # the torch.distributed backend (torch_distributed/): torch 1.13's C++ headers and libraries
+  libtorch-dev
 )
 
 missing=()

@@ -21,6 +21,9 @@ struct EnvChoice {  // which groups of variables a plan sets
   // HOROVOD_RANK, _SIZE, _LOCAL_RANK, _LOCAL_SIZE, _CROSS_RANK, _CROSS_SIZE: set per task by the
   // SPANK glue from Slurm's task facts (horovod_environment.hpp), not by the planner.
   bool horovod = true;
+  // RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT (torch.distributed's
+  // env://): set per task by the SPANK glue (torch_environment.hpp).
+  bool torch = true;
 };
 
 enum class GpuIds { auto_ids, index, uuid };  // auto: UUID where the topology knows it

@@ -67,7 +67,7 @@ bool parse_names(const std::string& key, const std::string& value, std::vector<s
 }
 
 bool parse_env(const std::string& value, placement::EnvChoice& out, std::string& error) {
-  placement::EnvChoice e{false, false, false, false, false, false};
+  placement::EnvChoice e{false, false, false, false, false, false, false};
   for (const std::string& part : placement::split(value, ',')) {
     if (part == "all") {
       e = placement::EnvChoice{};
@@ -83,9 +83,11 @@ bool parse_env(const std::string& value, placement::EnvChoice& out, std::string&
       e.riseml = true;
     } else if (part == "horovod") {
       e.horovod = true;
+    } else if (part == "torch") {
+      e.torch = true;
     } else if (part == "none") {
     } else {
-      error = "env=" + value + ": '" + part + "' is not a group; use all, none, or a list of gpu,nccl,ucx,omp,riseml,horovod";
+      error = "env=" + value + ": '" + part + "' is not a group; use all, none, or a list of gpu,nccl,ucx,omp,riseml,horovod,torch";
       return false;
     }
   }

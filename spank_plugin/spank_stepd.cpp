@@ -12,6 +12,7 @@
 
 #include "cpu_list.hpp"
 #include "horovod_environment.hpp"
+#include "torch_environment.hpp"
 #include "read_topology.hpp"
 #include "spank_state.hpp"
 #include "task_binding.hpp"
@@ -121,6 +122,24 @@ HorovodEnvironment horovod_variables(spank_t sp, int task_id) {
   return horovod_environment(facts);
 }
 
+// torch.distributed's variables for local task `task_id` (torch_environment.hpp); the rank ones
+// only, with the reason in `not_set`, when the step's first node cannot be told.
+TorchEnvironment torch_variables(spank_t sp, int task_id) {
+  TorchTaskFacts facts;
+  facts.local_id = static_cast<std::uint32_t>(task_id);
+  if (spank_get_item(sp, S_TASK_GLOBAL_ID, &facts.global_id) != ESPANK_SUCCESS ||
+      spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &facts.total_tasks) != ESPANK_SUCCESS ||
+      spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &facts.local_tasks) != ESPANK_SUCCESS ||
+      spank_get_item(sp, S_JOB_ID, &facts.job_id) != ESPANK_SUCCESS ||
+      spank_get_item(sp, S_JOB_STEPID, &facts.step_id) != ESPANK_SUCCESS) {
+    return {{}, "RANK, WORLD_SIZE, MASTER_ADDR ... not set: Slurm did not give the task's ids and counts"};
+  }
+  facts.step_nodelist = step_env(sp, "SLURM_STEP_NODELIST");
+  facts.master_addr = step_env(sp, "MASTER_ADDR");
+  facts.master_port = step_env(sp, "MASTER_PORT");
+  return torch_environment(facts);
+}
+
 }  // namespace
 
 int stepd_init_post_opt(spank_t /*sp*/) {
@@ -184,6 +203,16 @@ int stepd_task_init(spank_t sp) {
       slurm_verbose("riseml: task %d: %s", task_id, horovod.not_set.c_str());
       if (s.bind.verbose) {
         slurm_spank_log("riseml-bind: %s task %d: %s", s.hostname.c_str(), task_id, horovod.not_set.c_str());
+      }
+    }
+  }
+  if (s.config.plan.env.torch) {
+    TorchEnvironment torch = torch_variables(sp, task_id);
+    env.insert(env.end(), torch.env.begin(), torch.env.end());
+    if (!torch.not_set.empty()) {
+      slurm_verbose("riseml: task %d: %s", task_id, torch.not_set.c_str());
+      if (s.bind.verbose) {
+        slurm_spank_log("riseml-bind: %s task %d: %s", s.hostname.c_str(), task_id, torch.not_set.c_str());
       }
     }
   }

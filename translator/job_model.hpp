@@ -66,6 +66,9 @@ struct TrainSection {
   std::optional<std::string> framework_version;
   bool tensorboard = false;
   std::optional<HorovodSpec> horovod;
+  // torch_distributed: {workers, backend}: the Horovod layout (one PMIx step of workers x
+  // processes tasks) for torch.distributed scripts; the backend their init_process_group uses.
+  std::optional<std::string> torch_backend;
   std::optional<DistributedSpec> distributed;
   std::vector<Parameter> parameters;
   std::optional<long long> concurrency;

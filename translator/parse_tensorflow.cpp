@@ -53,6 +53,39 @@ std::optional<HorovodSpec> parse_horovod(YamlReader& r, const YAML::Node& node,
   return spec;
 }
 
+void parse_torch_distributed(YamlReader& r, const YAML::Node& node, TrainSection& train) {
+  const std::string path = "train.torch_distributed";
+  if (!node.IsNull() && !r.expect_map(node, path, "torch_distributed: {workers: 2}")) return;
+  std::string backend = "riseml";
+  if (node.IsMap()) {
+    r.check_keys(node, path, {"workers", "backend"});
+    if (auto b = node["backend"]) {
+      const auto name = r.string(b, join_key(path, "backend"));
+      if (!name) return;
+      if (*name != "riseml" && *name != "gloo" && *name != "nccl") {
+        r.error(b, join_key(path, "backend"),
+                "'" + *name + "' is not a backend we start; use riseml, gloo or nccl");
+        return;
+      }
+      backend = *name;
+    }
+  }
+  // The workers read as Horovod's: the same layout.
+  HorovodSpec spec;
+  if (node.IsMap() && node["workers"]) {
+    YAML::Node workers_only(YAML::NodeType::Map);
+    workers_only["workers"] = node["workers"];
+    auto parsed = parse_horovod(r, workers_only, path);
+    if (!parsed) return;
+    spec = *parsed;
+  } else {
+    r.warning(node, join_key(path, "workers"), "not given: one worker; write e.g. workers: 2");
+  }
+  spec.where = r.where(node);
+  train.horovod = spec;
+  train.torch_backend = backend;
+}
+
 namespace {
 
 std::optional<RoleSpec> parse_role(YamlReader& r, const YAML::Node& node,

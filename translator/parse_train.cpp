@@ -8,7 +8,7 @@ namespace {
 
 const std::vector<std::string> kTrainKeys = {
     "image", "install", "run", "resources", "framework", "tensorflow", "parameters",
-    "concurrency", "horovod",
+    "concurrency", "horovod", "torch_distributed",
     // legacy spellings, accepted with a warning
     "params", "hyperparams", "concurrent-experiments", "kind", "gpus", "inputs"};
 
@@ -144,6 +144,16 @@ void parse_train_section(YamlReader& r, const YAML::Node& node, TrainSection& tr
               "Horovod and parameter-server TensorFlow cannot be combined: keep one");
     } else {
       train.horovod = parse_horovod(r, h, "train.horovod");
+    }
+  }
+  if (auto t = node["torch_distributed"]) {
+    if (train.horovod || train.distributed) {
+      r.error(t, "train.torch_distributed",
+              std::string("torch.distributed workers and ") +
+                  (train.horovod ? "Horovod" : "parameter-server TensorFlow") +
+                  " cannot be combined: keep one");
+    } else {
+      parse_torch_distributed(r, t, train);
     }
   }
   if (train.distributed) {

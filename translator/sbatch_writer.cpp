@@ -74,7 +74,9 @@ class ScriptWriter {
         if (g.gpus_per_node) s += " with " + std::to_string(g.gpus_per_node) + " GPU(s)";
         break;
       case JobKind::horovod:
-        s = "Horovod data-parallel, " + std::to_string(*g.nodes) + " node(s) x " +
+        s = train_.torch_backend ? "torch.distributed (backend " + *train_.torch_backend + "), "
+                                 : "Horovod data-parallel, ";
+        s += std::to_string(*g.nodes) + " node(s) x " +
             std::to_string(*g.ntasks_per_node) + " process(es)";
         if (g.gpus_per_node) s += ", " + std::to_string(g.gpus_per_node) + " GPU(s) per node";
         break;
@@ -206,6 +208,11 @@ class ScriptWriter {
     out_ << "export OUTPUT_DIR=\"${RISEML_OUTPUT_ROOT:-" << root
          << "}/${RISEML_PROJECT}/${EXPERIMENT_ID}\"\n";
     out_ << "mkdir -p \"${OUTPUT_DIR}\"\n";
+    if (train_.torch_backend) {
+      // Scripts pass it to init_process_group; the SPANK plugin (or riseml.torch.distributed)
+      // sets RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT per task.
+      out_ << "export RISEML_TORCH_BACKEND=" << shell_quote(*train_.torch_backend) << '\n';
+    }
     if (train_.tensorboard) {
       out_ << "echo \"riseml: TensorBoard: tensorboard --logdir ${OUTPUT_DIR}\"\n";
     }

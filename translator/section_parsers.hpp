@@ -10,6 +10,8 @@ namespace riseml {
 
 void parse_train_section(YamlReader& r, const YAML::Node& node, TrainSection& train);
 void parse_tensorflow_section(YamlReader& r, const YAML::Node& node, TrainSection& train);
+// train.torch_distributed: {workers: C | {count, processes}, backend: riseml | gloo | nccl}.
+void parse_torch_distributed(YamlReader& r, const YAML::Node& node, TrainSection& train);
 std::optional<HorovodSpec> parse_horovod(YamlReader& r, const YAML::Node& node,
                                          const std::string& path);
 std::optional<Resources> parse_resources(YamlReader& r, const YAML::Node& node,

@@ -24,10 +24,12 @@ LAYERS = {
     "pmix_bootstrap": {"allreduce", "common"},  # implements the core's rendezvous interface
     "engine": {"allreduce"},
     "runtime": {"engine", "allreduce", "pmix_bootstrap", "common"},
+    "torch_distributed": {"allreduce", "pmix_bootstrap", "common"},
     "translator": {"common", "model"},
     "spank_plugin": {"common"},
-    "python": {"runtime", "engine", "allreduce", "pmix_bootstrap", "common"},
-    "tools": {"common", "allreduce", "model", "pmix_bootstrap", "engine", "runtime"},
+    "python": {"runtime", "torch_distributed", "engine", "allreduce", "pmix_bootstrap", "common"},
+    "tools": {"common", "allreduce", "model", "pmix_bootstrap", "engine", "runtime",
+              "torch_distributed"},
 }
 # Not layers: they hold no library code and may point anywhere.
 OTHERS = {"contrib", "tests", "docs", ".ci"}

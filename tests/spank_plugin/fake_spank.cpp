@@ -41,6 +41,7 @@ spank_err_t spank_get_item(spank_t, spank_item_t item, ...) {
   spank_err_t rc = static_cast<spank_err_t>(ESPANK_SUCCESS);
   switch (item) {
     case S_JOB_STEPID: *va_arg(ap, std::uint32_t*) = fake().step_id; break;
+    case S_JOB_ID: *va_arg(ap, std::uint32_t*) = fake().job_id; break;
     case S_JOB_LOCAL_TASK_COUNT: *va_arg(ap, std::uint32_t*) = fake().local_tasks; break;
     case S_JOB_NODEID: *va_arg(ap, std::uint32_t*) = fake().node_id; break;
     case S_TASK_ID: *va_arg(ap, int*) = fake().task_id; break;

@@ -17,6 +17,7 @@ struct FakeSlurm {
   spank_context_t context = S_CTX_REMOTE;
   std::map<std::string, std::string> env;  // the job's environment
   std::uint32_t step_id = 0;
+  std::uint32_t job_id = 4242;
   std::uint32_t local_tasks = 1;
   std::uint32_t node_id = 0;
   int task_id = 0;

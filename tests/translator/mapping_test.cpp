@@ -651,5 +651,44 @@ TEST(MappingLayout, SweepLargerThanTheSiteArrayLimitIsAnError) {
   EXPECT_EQ(layout->array_size, 6u);
 }
 
+// ---- torch.distributed
+
+TEST(MappingTorchDistributed, WorkersTakeHorovodsLayoutAndTheBackendIsExported) {
+  auto r = translate_train(R"(  torch_distributed: {workers: {count: 2, processes: 2}, backend: gloo}
+  resources: {cpus: 4, mem: 1024}
+  run: python3 train.py
+)");
+  EXPECT_EQ(with_prefix(r.options, "--nodes="), Options{"--nodes=2"});
+  EXPECT_EQ(with_prefix(r.options, "--ntasks-per-node="), Options{"--ntasks-per-node=2"});
+  EXPECT_EQ(with_prefix(r.options, "--cpus-per-task="), Options{"--cpus-per-task=2"});
+  ASSERT_EQ(r.sruns.size(), 1u);
+  EXPECT_TRUE(contains(r.sruns[0], "--mpi=pmix")) << r.sruns[0];
+  EXPECT_TRUE(contains(r.script, "export RISEML_TORCH_BACKEND='gloo'\n")) << r.script;
+  EXPECT_TRUE(contains(r.script, "torch.distributed (backend gloo), 2 node(s) x 2 process(es)"));
+}
+
+TEST(MappingTorchDistributed, TheBackendDefaultsToRiseml) {
+  auto r = translate_train(R"(  torch_distributed: {workers: 3}
+  run: python3 train.py
+)");
+  EXPECT_EQ(with_prefix(r.options, "--nodes="), Options{"--nodes=3"});
+  EXPECT_TRUE(contains(r.script, "export RISEML_TORCH_BACKEND='riseml'\n")) << r.script;
+}
+
+TEST(MappingTorchDistributed, MistakesAreNamedWithTheirFix) {
+  for (const auto& [body, says] : std::vector<std::pair<std::string, std::string>>{
+           {"  torch_distributed: {workers: 2, backend: mpi}\n", "use riseml, gloo or nccl"},
+           {"  torch_distributed: {workers: 2, backnd: gloo}\n", "backnd"},
+           {"  torch_distributed: {workers: 0}\n", "workers"},
+           {"  torch_distributed: [2]\n", "torch_distributed: {workers: 2}"},
+           {"  torch_distributed: {workers: 2}\n  horovod: {workers: 2}\n", "cannot be combined"}}) {
+    Translation t = translate_text("project: p\ntrain:\n" + body + "  run: python3 t.py\n",
+                                   "riseml.yml", SiteConfig{});
+    EXPECT_FALSE(t.script.has_value()) << body;
+    EXPECT_TRUE(contains(t.diagnostics.format(), says)) << body << t.diagnostics.format();
+    EXPECT_TRUE(contains(t.diagnostics.format(), "train.")) << t.diagnostics.format();
+  }
+}
+
 }  // namespace
 }  // namespace riseml::test

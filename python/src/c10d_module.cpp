@@ -1,0 +1,49 @@
+// _riseml_c10d: the Python face of the torch.distributed backend (torch_distributed/). It only
+// converts: riseml.torch.distributed registers create_process_group with torch and uses
+// PmixWorld to find rank 0's store without MASTER_ADDR. The environment is read here, once per
+// process group, and nowhere below.
+#include <riseml/torch_distributed/pmix_world.hpp>
+#include <riseml/torch_distributed/process_group_riseml.hpp>
+
+#include <torch/csrc/utils/pybind.h>
+
+#include <pybind11/chrono.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+namespace py = pybind11;
+using riseml::torch_distributed::PmixWorld;
+using riseml::torch_distributed::ProcessGroupOptions;
+using riseml::torch_distributed::ProcessGroupRiseml;
+
+PYBIND11_MODULE(_riseml_c10d, m) {
+  m.doc() = "riseml's torch.distributed backend (use riseml.torch.distributed)";
+  py::module_::import("torch.distributed");
+
+  py::class_<PmixWorld>(m, "PmixWorld")
+      .def(py::init<std::chrono::milliseconds>(), py::arg("timeout"),
+           py::call_guard<py::gil_scoped_release>())
+      .def_property_readonly("rank", [](const PmixWorld& w) { return w.facts().rank; })
+      .def_property_readonly("size", [](const PmixWorld& w) { return w.facts().size; })
+      .def_property_readonly("local_rank", [](const PmixWorld& w) { return w.facts().local_rank; })
+      .def_property_readonly("local_size", [](const PmixWorld& w) { return w.facts().local_size; })
+      .def_property_readonly("node_id", [](const PmixWorld& w) { return w.facts().node_id; })
+      .def_property_readonly("num_nodes", [](const PmixWorld& w) { return w.facts().num_nodes; })
+      .def_property_readonly("hostname", [](const PmixWorld& w) { return w.facts().hostname; })
+      .def_static("root_address", &PmixWorld::root_address, py::arg("iface"))
+      .def("share_root", &PmixWorld::share_root, py::arg("endpoint"),
+           py::call_guard<py::gil_scoped_release>());
+
+  m.def(
+      "create_process_group",
+      [](const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+         std::chrono::milliseconds timeout,
+         const PmixWorld* world) -> c10::intrusive_ptr<c10d::ProcessGroup> {
+        ProcessGroupOptions options;
+        options.communicator = riseml::CommunicatorOptions::from_environment();
+        if (world != nullptr) options.job_secret = world->job_secret();
+        return c10::make_intrusive<ProcessGroupRiseml>(store, rank, size, timeout, options);
+      },
+      py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("timeout"),
+      py::arg("pmix_world") = nullptr, py::call_guard<py::gil_scoped_release>());
+}

@@ -1,0 +1,117 @@
+// The `riseml` backend of torch.distributed: a c10d ProcessGroup whose collectives run on the
+// riseml core (shared memory within a host, authenticated TCP across hosts). Every operation is
+// queued to one worker thread per group and returns a Work whose future completes with the
+// output tensors; a failure (a dead or silent peer, a mismatch) fails that Work on every rank
+// with the core's message, which names the rank at fault.
+#pragma once
+
+#include <riseml/communicator.hpp>
+
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
+#include <optional>
+#include <vector>
+
+namespace riseml::torch_distributed {
+
+class OpQueue;
+class StoreRendezvous;
+class ScratchBuffers;
+
+struct ProcessGroupOptions {
+  // Everything but the timeout, which is the group's (init_process_group / new_group timeout).
+  CommunicatorOptions communicator;
+  // The secret connections authenticate with. Unset: group rank 0 draws one and shares it
+  // through the store (as secret as the store is).
+  std::optional<std::vector<std::byte>> job_secret;
+};
+
+class ProcessGroupRiseml : public c10d::ProcessGroup {
+ public:
+  // Collective over the group's members: sets up the core's transports through `store`.
+  // Throws std::runtime_error naming the cause (a rank that did not arrive, a bad option).
+  ProcessGroupRiseml(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                     std::chrono::milliseconds timeout, const ProcessGroupOptions& options);
+  ~ProcessGroupRiseml() override;
+
+  const std::string getBackendName() const override { return "riseml"; }
+
+  c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
+                                           const c10d::BroadcastOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
+                                           const c10d::AllreduceOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allreduce_coalesced(
+      std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors,
+                                        const c10d::ReduceOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs,
+                                           std::vector<at::Tensor>& inputs,
+                                           const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& output, at::Tensor& input,
+                                                 const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather_coalesced(
+      std::vector<std::vector<at::Tensor>>& output_lists, std::vector<at::Tensor>& inputs,
+      const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs,
+                                        std::vector<at::Tensor>& inputs,
+                                        const c10d::GatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputs,
+                                         std::vector<std::vector<at::Tensor>>& inputs,
+                                         const c10d::ScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor>& outputs,
+                                                std::vector<std::vector<at::Tensor>>& inputs,
+                                                const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(
+      at::Tensor& output, at::Tensor& input, const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input,
+                                               std::vector<int64_t>& output_split_sizes,
+                                               std::vector<int64_t>& input_split_sizes,
+                                               const c10d::AllToAllOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputs,
+                                          std::vector<at::Tensor>& inputs,
+                                          const c10d::AllToAllOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
+  // Rank 0 waits for every other rank's arrival, through the store, up to the timeout, then
+  // names the ranks that did not arrive (all of them with wait_all_ranks, else the first).
+  void monitoredBarrier(const c10d::BarrierOptions& opts, bool wait_all_ranks) override;
+  // Point to point through the store: correct (messages of one sender, receiver and tag arrive
+  // in order) but not fast, as every byte passes the store's server. Receives run on their own
+  // thread, polling the store, so a pending recv holds up neither the group's collectives nor
+  // this rank's sends (which are written to the store at once).
+  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dst_rank,
+                                      int tag) override;
+  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src_rank,
+                                      int tag) override;
+  // The Work's sourceRank() says which rank the message came from.
+  c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors,
+                                               int tag) override;
+
+ private:
+  c10::intrusive_ptr<c10d::Work> enqueue(OpQueue& queue, c10d::OpType type,
+                                         std::vector<at::Tensor> outputs,
+                                         std::function<void()> run);
+  // The store key of the next message from src to dst with `tag`; `take` uses up the number.
+  std::string p2p_key(int src, int dst, int tag, bool take);
+  c10::intrusive_ptr<c10d::Work> receive(std::vector<at::Tensor>& tensors, int src_rank,
+                                         int tag);  // src_rank -1: any
+
+  c10::intrusive_ptr<c10d::Store> store_;
+  std::chrono::milliseconds timeout_;
+  std::unique_ptr<StoreRendezvous> rendezvous_;  // also serves the monitored barrier
+  std::unique_ptr<Communicator> communicator_;
+  std::unique_ptr<ScratchBuffers> scratch_;  // the worker thread's reusable buffers
+  std::uint64_t monitored_barriers_ = 0;
+  std::map<std::tuple<int, int, int>, std::uint64_t> p2p_sequence_;  // (src, dst, tag) -> next
+  std::mutex p2p_mutex_;
+  std::unique_ptr<OpQueue> queue_;      // collectives, in call order
+  std::unique_ptr<OpQueue> p2p_queue_;  // receives, in call order
+};
+
+}  // namespace riseml::torch_distributed

@@ -1,0 +1,581 @@
+#include <riseml/torch_distributed/process_group_riseml.hpp>
+
+#include "op_queue.hpp"
+#include "riseml_work.hpp"
+#include "scratch_buffers.hpp"
+#include "store_rendezvous.hpp"
+#include "tensor_types.hpp"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+namespace riseml::torch_distributed {
+
+namespace {
+
+[[noreturn]] void refuse(std::string_view operation, const std::string& why) {
+  throw std::invalid_argument("riseml " + std::string(operation) + ": " + why);
+}
+
+void expect_one(const std::vector<at::Tensor>& tensors, std::string_view operation) {
+  if (tensors.size() != 1)
+    refuse(operation, "takes a list of exactly one tensor per process (got " +
+                          std::to_string(tensors.size()) + ")");
+}
+
+void check_root(int root, int size, std::string_view operation) {
+  if (root < 0 || root >= size)
+    refuse(operation, "root rank " + std::to_string(root) + " is outside the group (0.." +
+                          std::to_string(size - 1) + ")");
+}
+
+// Every tensor of a list is one the core takes, all of one dtype; their total element count.
+int64_t check_list(const std::vector<at::Tensor>& tensors, std::string_view operation) {
+  int64_t total = 0;
+  for (const auto& t : tensors) {
+    core_view(t, operation);
+    if (t.scalar_type() != tensors.front().scalar_type())
+      refuse(operation, "all tensors of one call must have one dtype");
+    total += t.numel();
+  }
+  return total;
+}
+
+// `tensors` back to back in `flat` (which holds their total).
+void pack(const std::vector<at::Tensor>& tensors, at::Tensor& flat) {
+  int64_t offset = 0;
+  for (const auto& t : tensors) {
+    flat.narrow(0, offset, t.numel()).copy_(t.reshape({-1}));
+    offset += t.numel();
+  }
+}
+
+// A flat view of `tensors`: themselves when they lie back to back, else packed into `slot`.
+at::Tensor flat_view(const std::vector<at::Tensor>& tensors, ScratchBuffers& scratch, int slot) {
+  int64_t total = 0;
+  for (const auto& t : tensors) total += t.numel();
+  if (back_to_back(tensors) != nullptr && tensors.front().numel() > 0)
+    return at::from_blob(tensors.front().data_ptr(), {total}, tensors.front().options());
+  at::Tensor flat = scratch.take(slot, total, tensors.front().options());
+  pack(tensors, flat);
+  return flat;
+}
+
+// Copies consecutive pieces of `flat` back into `tensors`.
+void unflatten(const at::Tensor& flat, std::vector<at::Tensor>& tensors) {
+  int64_t offset = 0;
+  for (auto& t : tensors) {
+    t.copy_(flat.narrow(0, offset, t.numel()).view(t.sizes()));
+    offset += t.numel();
+  }
+}
+
+std::vector<std::size_t> counts_of(const std::vector<at::Tensor>& tensors) {
+  std::vector<std::size_t> counts;
+  for (const auto& t : tensors) counts.push_back(core_view(t, "counts").count);
+  return counts;
+}
+
+// A valid pointer for the core when a rank contributes or receives nothing.
+std::byte* nothing() {
+  static std::byte byte;
+  return &byte;
+}
+
+}  // namespace
+
+ProcessGroupRiseml::ProcessGroupRiseml(const c10::intrusive_ptr<c10d::Store>& store, int rank,
+                                       int size, std::chrono::milliseconds timeout,
+                                       const ProcessGroupOptions& options)
+    : c10d::ProcessGroup(rank, size), store_(store), timeout_(timeout) {
+  CommunicatorOptions communicator_options = options.communicator;
+  communicator_options.timeout = timeout;
+  try {
+    rendezvous_ =
+        std::make_unique<StoreRendezvous>(store_, rank, size, timeout, options.job_secret);
+    communicator_ = std::make_unique<Communicator>(*rendezvous_, communicator_options);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(std::string("riseml: setting up the process group failed: ") +
+                             e.what());
+  }
+  scratch_ = std::make_unique<ScratchBuffers>();
+  queue_ = std::make_unique<OpQueue>();
+  p2p_queue_ = std::make_unique<OpQueue>();
+  init();
+}
+
+ProcessGroupRiseml::~ProcessGroupRiseml() {
+  // The queues run what was submitted before the communicator goes.
+  p2p_queue_.reset();
+  queue_.reset();
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::enqueue(OpQueue& queue, c10d::OpType type,
+                                                           std::vector<at::Tensor> outputs,
+                                                           std::function<void()> run) {
+  auto work = c10::make_intrusive<RisemlWork>(rank_, type, std::move(outputs));
+  queue.push([work, run = std::move(run)] {
+    try {
+      run();
+      work->succeed();
+    } catch (...) {
+      work->fail(std::current_exception());
+    }
+  });
+  return work;
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::broadcast(std::vector<at::Tensor>& tensors,
+                                                             const c10d::BroadcastOptions& opts) {
+  expect_one(tensors, "broadcast");
+  check_root(static_cast<int>(opts.rootRank), size_, "broadcast");
+  const CoreView v = core_view(tensors[0], "broadcast");
+  const int root = static_cast<int>(opts.rootRank);
+  return enqueue(*queue_, c10d::OpType::BROADCAST, tensors, [this, v, root] {
+    communicator_->broadcast(v.data, v.count, v.type, root);
+  });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::allreduce(std::vector<at::Tensor>& tensors,
+                                                             const c10d::AllreduceOptions& opts) {
+  expect_one(tensors, "allreduce");
+  at::Tensor t = tensors[0];
+  const CoreView v = core_view(t, "allreduce");
+  const Reduction r = reduction_for(opts.reduceOp, t, "allreduce");
+  return enqueue(*queue_, c10d::OpType::ALLREDUCE, tensors, [this, t, v, r]() mutable {
+    if (r.bitwise == Bitwise::none) {
+      communicator_->allreduce(v.data, v.data, v.count, v.type, r.op);
+      return;
+    }
+    at::Tensor all = at::empty({size_, t.numel()}, t.options());
+    communicator_->allgather(v.data, all.data_ptr(), v.count, v.type);
+    fold_bitwise(r.bitwise, t, all.unbind(0));
+  });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::allreduce_coalesced(
+    std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) {
+  if (tensors.empty()) refuse("allreduce_coalesced", "needs at least one tensor");
+  check_list(tensors, "allreduce_coalesced");
+  const Reduction r = reduction_for(opts.reduceOp, tensors.front(), "allreduce_coalesced");
+  std::vector<at::Tensor> outputs = tensors;
+  return enqueue(*queue_, c10d::OpType::ALLREDUCE_COALESCED, tensors,
+                 [this, r, outputs]() mutable {
+                   at::Tensor flat = flat_view(outputs, *scratch_, 0);
+                   const CoreView v = core_view(flat, "allreduce_coalesced");
+                   if (r.bitwise == Bitwise::none) {
+                     communicator_->allreduce(v.data, v.data, v.count, v.type, r.op);
+                   } else {
+                     at::Tensor all = at::empty({size_, flat.numel()}, flat.options());
+                     communicator_->allgather(v.data, all.data_ptr(), v.count, v.type);
+                     fold_bitwise(r.bitwise, flat, all.unbind(0));
+                   }
+                   if (back_to_back(outputs) == nullptr) unflatten(flat, outputs);
+                 });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::reduce(std::vector<at::Tensor>& tensors,
+                                                          const c10d::ReduceOptions& opts) {
+  expect_one(tensors, "reduce");
+  const int root = static_cast<int>(opts.rootRank);
+  check_root(root, size_, "reduce");
+  at::Tensor t = tensors[0];
+  const CoreView v = core_view(t, "reduce");
+  const Reduction r = reduction_for(opts.reduceOp, t, "reduce");
+  return enqueue(*queue_, c10d::OpType::REDUCE, tensors, [this, t, v, r, root]() mutable {
+    if (r.bitwise != Bitwise::none) {
+      at::Tensor all = at::empty({size_, t.numel()}, t.options());
+      communicator_->allgather(v.data, all.data_ptr(), v.count, v.type);
+      if (rank_ == root) fold_bitwise(r.bitwise, t, all.unbind(0));
+      return;
+    }
+    // A reduce-scatter that gives the root everything and the others nothing.
+    std::vector<std::size_t> counts(static_cast<std::size_t>(size_), 0);
+    counts[static_cast<std::size_t>(root)] = v.count;
+    if (rank_ == root) {
+      at::Tensor input = scratch_->take(0, t.numel(), t.options());
+      input.copy_(t.reshape({-1}));
+      communicator_->reduce_scatterv(input.data_ptr(), v.data, counts, v.type, r.op);
+    } else {
+      communicator_->reduce_scatterv(v.data, nothing(), counts, v.type, r.op);
+    }
+  });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::allgather(
+    std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+    const c10d::AllgatherOptions&) {
+  expect_one(inputs, "allgather");
+  if (outputs.size() != 1 || outputs[0].size() != static_cast<std::size_t>(size_))
+    refuse("allgather", "takes one output list of " + std::to_string(size_) + " tensors");
+  at::Tensor in = inputs[0];
+  const CoreView v = core_view(in, "allgather");
+  check_same_shape(outputs[0], in, "allgather", "output");
+  std::vector<at::Tensor> outs = outputs[0];
+  return enqueue(*queue_, c10d::OpType::ALLGATHER, outs, [this, in, v, outs]() mutable {
+    if (void* base = back_to_back(outs)) {  // e.g. chunks of one tensor: straight in
+      communicator_->allgather(v.data, base, v.count, v.type);
+      return;
+    }
+    at::Tensor all = scratch_->take(1, size_ * in.numel(), in.options());
+    communicator_->allgather(v.data, all.data_ptr(), v.count, v.type);
+    unflatten(all, outs);
+  });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::_allgather_base(
+    at::Tensor& output, at::Tensor& input, const c10d::AllgatherOptions&) {
+  const CoreView in = core_view(input, "_allgather_base");
+  const CoreView out = core_view(output, "_allgather_base");
+  if (output.scalar_type() != input.scalar_type() || out.count != in.count * size_)
+    refuse("_allgather_base", "the output must hold world size (" + std::to_string(size_) +
+                                  ") times the input's elements, of the input's dtype");
+  at::Tensor keep_in = input;
+  return enqueue(*queue_, c10d::OpType::_ALLGATHER_BASE, {output}, [this, in, out, keep_in] {
+    communicator_->allgather(in.data, out.data, in.count, in.type);
+  });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::allgather_coalesced(
+    std::vector<std::vector<at::Tensor>>& output_lists, std::vector<at::Tensor>& inputs,
+    const c10d::AllgatherOptions&) {
+  if (inputs.empty()) refuse("allgather_coalesced", "needs at least one input tensor");
+  if (output_lists.size() != static_cast<std::size_t>(size_))
+    refuse("allgather_coalesced", "needs one output list per rank (" + std::to_string(size_) +
+                                      ")");
+  for (const auto& list : output_lists) {
+    if (list.size() != inputs.size())
+      refuse("allgather_coalesced", "every output list must match the input list's length");
+    for (std::size_t i = 0; i < list.size(); ++i)
+      check_same_shape({list[i]}, inputs[i], "allgather_coalesced", "output");
+  }
+  check_list(inputs, "allgather_coalesced");
+  std::vector<at::Tensor> ins = inputs;
+  std::vector<std::vector<at::Tensor>> outs = output_lists;
+  std::vector<at::Tensor> all_outputs;
+  for (const auto& list : outs) all_outputs.insert(all_outputs.end(), list.begin(), list.end());
+  return enqueue(*queue_, c10d::OpType::ALLGATHER_COALESCED, all_outputs,
+                 [this, ins, outs]() mutable {
+                   at::Tensor flat = flat_view(ins, *scratch_, 0);
+                   const CoreView v = core_view(flat, "allgather_coalesced");
+                   at::Tensor all = scratch_->take(1, size_ * flat.numel(), flat.options());
+                   communicator_->allgather(v.data, all.data_ptr(), v.count, v.type);
+                   for (int r = 0; r < size_; ++r)
+                     unflatten(all.narrow(0, r * flat.numel(), flat.numel()),
+                               outs[static_cast<std::size_t>(r)]);
+                 });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::gather(
+    std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+    const c10d::GatherOptions& opts) {
+  expect_one(inputs, "gather");
+  const int root = static_cast<int>(opts.rootRank);
+  check_root(root, size_, "gather");
+  at::Tensor in = inputs[0];
+  const CoreView v = core_view(in, "gather");
+  std::vector<at::Tensor> outs;
+  if (rank_ == root) {
+    if (outputs.size() != 1 || outputs[0].size() != static_cast<std::size_t>(size_))
+      refuse("gather", "the root takes one output list of " + std::to_string(size_) +
+                           " tensors");
+    check_same_shape(outputs[0], in, "gather", "output");
+    outs = outputs[0];
+  } else if (!outputs.empty() && !outputs[0].empty()) {
+    refuse("gather", "only the root (rank " + std::to_string(root) + ") takes output tensors");
+  }
+  return enqueue(*queue_, c10d::OpType::GATHER, outs, [this, in, v, outs, root]() mutable {
+    std::vector<std::size_t> send(static_cast<std::size_t>(size_), 0);
+    std::vector<std::size_t> recv(static_cast<std::size_t>(size_), 0);
+    send[static_cast<std::size_t>(root)] = v.count;
+    if (rank_ == root) {
+      std::fill(recv.begin(), recv.end(), v.count);
+      if (void* base = back_to_back(outs)) {
+        communicator_->alltoallv(v.data, send, base, recv, v.type);
+        return;
+      }
+      at::Tensor all = scratch_->take(1, size_ * in.numel(), in.options());
+      communicator_->alltoallv(v.data, send, all.data_ptr(), recv, v.type);
+      unflatten(all, outs);
+    } else {
+      communicator_->alltoallv(v.data, send, nothing(), recv, v.type);
+    }
+  });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::scatter(
+    std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
+    const c10d::ScatterOptions& opts) {
+  expect_one(outputs, "scatter");
+  const int root = static_cast<int>(opts.rootRank);
+  check_root(root, size_, "scatter");
+  at::Tensor out = outputs[0];
+  const CoreView v = core_view(out, "scatter");
+  at::Tensor flat;
+  if (rank_ == root) {
+    if (inputs.size() != 1 || inputs[0].size() != static_cast<std::size_t>(size_))
+      refuse("scatter", "the root takes one input list of " + std::to_string(size_) +
+                            " tensors");
+    check_same_shape(inputs[0], out, "scatter", "input");
+    check_list(inputs[0], "scatter");
+    flat = at::cat(inputs[0]).reshape({-1});  // here: the caller may reuse its list at once
+  } else if (!inputs.empty() && !inputs[0].empty()) {
+    refuse("scatter", "only the root (rank " + std::to_string(root) + ") takes input tensors");
+  }
+  return enqueue(*queue_, c10d::OpType::SCATTER, outputs, [this, flat, v, root] {
+    std::vector<std::size_t> send(static_cast<std::size_t>(size_), 0);
+    std::vector<std::size_t> recv(static_cast<std::size_t>(size_), 0);
+    recv[static_cast<std::size_t>(root)] = v.count;
+    if (rank_ == root) {
+      std::fill(send.begin(), send.end(), v.count);
+      communicator_->alltoallv(flat.data_ptr(), send, v.data, recv, v.type);
+    } else {
+      communicator_->alltoallv(nothing(), send, v.data, recv, v.type);
+    }
+  });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::reduce_scatter(
+    std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
+    const c10d::ReduceScatterOptions& opts) {
+  expect_one(outputs, "reduce_scatter");
+  if (inputs.size() != 1 || inputs[0].size() != static_cast<std::size_t>(size_))
+    refuse("reduce_scatter", "takes one input list of " + std::to_string(size_) + " tensors");
+  at::Tensor out = outputs[0];
+  const CoreView v = core_view(out, "reduce_scatter");
+  const Reduction r = reduction_for(opts.reduceOp, out, "reduce_scatter");
+  for (const auto& t : inputs[0])
+    if (t.scalar_type() != out.scalar_type())
+      refuse("reduce_scatter", "input tensors must have the output's dtype");
+  if (inputs[0][static_cast<std::size_t>(rank_)].numel() != out.numel())
+    refuse("reduce_scatter", "this rank's input tensor must have as many elements as its output");
+  check_list(inputs[0], "reduce_scatter");
+  std::vector<at::Tensor> ins = inputs[0];
+  const std::vector<std::size_t> counts = counts_of(inputs[0]);
+  return enqueue(*queue_, c10d::OpType::REDUCE_SCATTER, outputs,
+                 [this, ins, v, r, counts, out]() mutable {
+                   at::Tensor flat = flat_view(ins, *scratch_, 0);
+                   if (r.bitwise == Bitwise::none) {
+                     communicator_->reduce_scatterv(flat.data_ptr(), v.data, counts, v.type, r.op);
+                     return;
+                   }
+                   at::Tensor all = at::empty({size_, flat.numel()}, flat.options());
+                   const CoreView f = core_view(flat, "reduce_scatter");
+                   communicator_->allgather(f.data, all.data_ptr(), f.count, f.type);
+                   int64_t offset = 0;
+                   for (int i = 0; i < rank_; ++i) offset += static_cast<int64_t>(counts[static_cast<std::size_t>(i)]);
+                   std::vector<at::Tensor> parts;
+                   for (const auto& row : all.unbind(0)) parts.push_back(row.narrow(0, offset, out.numel()));
+                   fold_bitwise(r.bitwise, out, parts);
+                 });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::_reduce_scatter_base(
+    at::Tensor& output, at::Tensor& input, const c10d::ReduceScatterOptions& opts) {
+  const CoreView in = core_view(input, "_reduce_scatter_base");
+  const CoreView out = core_view(output, "_reduce_scatter_base");
+  if (input.scalar_type() != output.scalar_type() || in.count != out.count * size_)
+    refuse("_reduce_scatter_base", "the input must hold world size (" + std::to_string(size_) +
+                                       ") times the output's elements, of the output's dtype");
+  std::vector<at::Tensor> inputs = at::chunk(input.reshape({-1}), size_);
+  std::vector<std::vector<at::Tensor>> lists{inputs};
+  std::vector<at::Tensor> outputs{output};
+  return reduce_scatter(outputs, lists, opts);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::alltoall_base(
+    at::Tensor& output, at::Tensor& input, std::vector<int64_t>& output_split_sizes,
+    std::vector<int64_t>& input_split_sizes, const c10d::AllToAllOptions&) {
+  const CoreView in = core_view(input, "alltoall_base");
+  const CoreView out = core_view(output, "alltoall_base");
+  if (input.scalar_type() != output.scalar_type())
+    refuse("alltoall_base", "input and output must have one dtype");
+  // Splits count rows of dimension 0; the core counts elements.
+  auto counts = [this](const at::Tensor& t, const CoreView& view,
+                       const std::vector<int64_t>& splits, const char* which) {
+    std::vector<std::size_t> c(static_cast<std::size_t>(size_));
+    const int64_t rows = t.dim() == 0 ? 1 : t.size(0);
+    const std::size_t per_row = rows == 0 ? 0 : view.count / static_cast<std::size_t>(rows);
+    if (splits.empty()) {
+      if (rows % size_ != 0)
+        refuse("alltoall_base", std::string(which) + " tensor's first dimension (" +
+                                    std::to_string(rows) + ") does not divide by the world size (" +
+                                    std::to_string(size_) + "); pass split sizes");
+      std::fill(c.begin(), c.end(), static_cast<std::size_t>(rows / size_) * per_row);
+      return c;
+    }
+    if (splits.size() != static_cast<std::size_t>(size_))
+      refuse("alltoall_base", std::string(which) + " split sizes must have one entry per rank");
+    int64_t total = 0;
+    for (std::size_t r = 0; r < c.size(); ++r) {
+      if (splits[r] < 0) refuse("alltoall_base", "split sizes must not be negative");
+      total += splits[r];
+      c[r] = static_cast<std::size_t>(splits[r]) * per_row;
+    }
+    if (total != rows)
+      refuse("alltoall_base", std::string(which) + " split sizes add up to " +
+                                  std::to_string(total) + ", not the tensor's first dimension (" +
+                                  std::to_string(rows) + ")");
+    return c;
+  };
+  const auto send = counts(input, in, input_split_sizes, "input");
+  const auto recv = counts(output, out, output_split_sizes, "output");
+  at::Tensor keep_in = input;
+  return enqueue(*queue_, c10d::OpType::ALLTOALL_BASE, {output},
+                 [this, in, out, send, recv, keep_in] {
+                   communicator_->alltoallv(in.count ? in.data : nothing(), send,
+                                            out.count ? out.data : nothing(), recv, in.type);
+                 });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::alltoall(std::vector<at::Tensor>& outputs,
+                                                            std::vector<at::Tensor>& inputs,
+                                                            const c10d::AllToAllOptions&) {
+  if (inputs.size() != static_cast<std::size_t>(size_) ||
+      outputs.size() != static_cast<std::size_t>(size_))
+    refuse("alltoall", "takes one input and one output tensor per rank (" +
+                           std::to_string(size_) + ")");
+  check_list(inputs, "alltoall");
+  for (const auto& t : outputs) {
+    core_view(t, "alltoall");
+    if (t.scalar_type() != inputs.front().scalar_type())
+      refuse("alltoall", "output tensors must have the inputs' dtype");
+  }
+  const auto send = counts_of(inputs);
+  const auto recv = counts_of(outputs);
+  std::vector<at::Tensor> ins = inputs;
+  std::vector<at::Tensor> outs = outputs;
+  const std::size_t recv_total = std::accumulate(recv.begin(), recv.end(), std::size_t{0});
+  return enqueue(*queue_, c10d::OpType::ALLTOALL, outputs,
+                 [this, ins, send, recv, outs, recv_total]() mutable {
+                   at::Tensor flat_in = flat_view(ins, *scratch_, 0);
+                   int64_t out_elements = 0;
+                   for (const auto& t : outs) out_elements += t.numel();
+                   at::Tensor flat_out = scratch_->take(1, out_elements, flat_in.options());
+                   const CoreView in = core_view(flat_in, "alltoall");
+                   communicator_->alltoallv(in.count ? in.data : nothing(), send,
+                                            recv_total ? flat_out.data_ptr() : nothing(), recv,
+                                            in.type);
+                   unflatten(flat_out, outs);
+                 });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::barrier(const c10d::BarrierOptions&) {
+  return enqueue(*queue_, c10d::OpType::BARRIER, {}, [this] { communicator_->barrier(); });
+}
+
+void ProcessGroupRiseml::monitoredBarrier(const c10d::BarrierOptions& opts, bool wait_all_ranks) {
+  const std::chrono::milliseconds timeout =
+      opts.timeout == c10d::kUnsetTimeout ? timeout_ : opts.timeout;
+  std::vector<int> missing;
+  try {
+    missing = rendezvous_->monitored_arrival(++monitored_barriers_, timeout, wait_all_ranks);
+  } catch (const RendezvousError& e) {
+    throw std::runtime_error(e.what());
+  }
+  if (missing.empty()) return;
+  std::string ranks;
+  for (int r : missing) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+  throw std::runtime_error((missing.size() == 1 ? "Rank " : "Ranks ") + ranks +
+                           " failed to pass monitoredBarrier in " +
+                           std::to_string(timeout.count()) + " ms");
+}
+
+std::string ProcessGroupRiseml::p2p_key(int src, int dst, int tag, bool take) {
+  std::lock_guard lock(p2p_mutex_);
+  const std::uint64_t n = take ? p2p_sequence_[{src, dst, tag}]++ : p2p_sequence_[{src, dst, tag}];
+  return rendezvous_->key("p2p/") + std::to_string(src) + "/" + std::to_string(dst) + "/" +
+         std::to_string(tag) + "/" + std::to_string(n);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::send(std::vector<at::Tensor>& tensors,
+                                                        int dst_rank, int tag) {
+  expect_one(tensors, "send");
+  check_root(dst_rank, size_, "send");
+  const CoreView v = core_view(tensors[0], "send");
+  const std::size_t bytes = v.count * element_size(v.type);
+  std::vector<uint8_t> payload(static_cast<const uint8_t*>(v.data),
+                               static_cast<const uint8_t*>(v.data) + bytes);
+  const std::string k = p2p_key(rank_, dst_rank, tag, /*take=*/true);
+  // Written now: the caller may reuse its tensor once send() returns, and a send never waits
+  // behind this rank's pending receives.
+  auto work = c10::make_intrusive<RisemlWork>(rank_, c10d::OpType::SEND, tensors);
+  try {
+    store_->set(k, payload);
+    work->succeed();
+  } catch (const std::exception& e) {
+    work->fail(std::make_exception_ptr(std::runtime_error(
+        "riseml send to rank " + std::to_string(dst_rank) + " failed: " + e.what())));
+  }
+  return work;
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::recv(std::vector<at::Tensor>& tensors,
+                                                        int src_rank, int tag) {
+  expect_one(tensors, "recv");
+  check_root(src_rank, size_, "recv");
+  return receive(tensors, src_rank, tag);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::recvAnysource(
+    std::vector<at::Tensor>& tensors, int tag) {
+  expect_one(tensors, "recvAnysource");
+  return receive(tensors, -1, tag);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::receive(std::vector<at::Tensor>& tensors,
+                                                           int src_rank, int tag) {
+  const CoreView v = core_view(tensors[0], "recv");
+  const std::size_t bytes = v.count * element_size(v.type);
+  auto work = c10::make_intrusive<RisemlWork>(rank_, src_rank < 0 ? c10d::OpType::RECVANYSOURCE
+                                                                  : c10d::OpType::RECV,
+                                              tensors);
+  // The message numbers are taken here, on the receiving thread in call order, so that
+  // receives from one rank and from any rank consume one sequence.
+  p2p_queue_->push([this, work, v, bytes, src_rank, tag] {
+    try {
+      const std::string from = src_rank < 0 ? "any rank" : "rank " + std::to_string(src_rank);
+      // Polled, not store.wait(): a client store may hold its one connection for a whole wait,
+      // which would hold up this rank's sends.
+      const auto deadline = std::chrono::steady_clock::now() + timeout_;
+      auto pause = std::chrono::microseconds(50);
+      int found = -1;
+      std::string key;
+      while (found < 0) {
+        for (int src = 0; src < size_ && found < 0; ++src) {
+          if (src == rank_ || (src_rank >= 0 && src != src_rank)) continue;
+          key = p2p_key(src, rank_, tag, /*take=*/false);
+          if (store_->check({key})) found = src;
+        }
+        if (found >= 0) break;
+        if (std::chrono::steady_clock::now() > deadline)
+          throw std::runtime_error("riseml recv: " + from + " sent nothing with tag " +
+                                   std::to_string(tag) + " within " +
+                                   std::to_string(timeout_.count()) + " ms");
+        std::this_thread::sleep_for(pause);
+        pause = std::min(pause * 2, std::chrono::microseconds(2000));
+      }
+      p2p_key(found, rank_, tag, /*take=*/true);
+      const std::vector<uint8_t> payload = store_->get(key);
+      store_->deleteKey(key);
+      if (payload.size() != bytes)
+        throw std::runtime_error("riseml recv: rank " + std::to_string(found) + " sent " +
+                                 std::to_string(payload.size()) + " bytes, this rank expected " +
+                                 std::to_string(bytes));
+      std::memcpy(v.data, payload.data(), bytes);
+      work->succeed_from(found);
+    } catch (...) {
+      work->fail(std::current_exception());
+    }
+  });
+  return work;
+}
+
+}  // namespace riseml::torch_distributed

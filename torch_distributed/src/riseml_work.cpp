@@ -1,0 +1,38 @@
+#include "riseml_work.hpp"
+
+#include <ATen/core/ivalue.h>
+#include <ATen/core/jit_type.h>
+
+#include <utility>
+
+namespace riseml::torch_distributed {
+
+RisemlWork::RisemlWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs)
+    : c10d::Work(rank, type),
+      outputs_(std::move(outputs)),
+      future_(c10::make_intrusive<c10::ivalue::Future>(
+          c10::ListType::create(c10::TensorType::get()))) {}
+
+void RisemlWork::succeed() {
+  // The future first: a thread woken by wait() may read the future at once.
+  future_->markCompleted(c10::IValue(outputs_));
+  finish();
+}
+
+void RisemlWork::succeed_from(int source) {
+  source_ = source;
+  succeed();
+}
+
+int RisemlWork::sourceRank() const {
+  const int source = source_;
+  if (source < 0) return c10d::Work::sourceRank();  // throws: not a receive from any rank
+  return source;
+}
+
+void RisemlWork::fail(std::exception_ptr error) {
+  future_->setError(error);
+  finish(error);
+}
+
+}  // namespace riseml::torch_distributed

@@ -1,0 +1,32 @@
+// The Work a riseml operation returns: completed by the worker thread with the output tensors
+// (which is what getFuture()'s value is: DDP's comm hooks read it) or with the error.
+#pragma once
+
+#include <torch/csrc/distributed/c10d/Work.hpp>
+
+#include <atomic>
+#include <exception>
+#include <vector>
+
+namespace riseml::torch_distributed {
+
+class RisemlWork : public c10d::Work {
+ public:
+  RisemlWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs);
+
+  std::vector<at::Tensor> result() override { return outputs_; }
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
+
+  void succeed();
+  // A receive from any rank: `source` is what sourceRank() then says.
+  void succeed_from(int source);
+  int sourceRank() const override;
+  void fail(std::exception_ptr error);
+
+ private:
+  std::vector<at::Tensor> outputs_;
+  std::atomic<int> source_{-1};
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+};
+
+}  // namespace riseml::torch_distributed
