@@ -121,10 +121,19 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::enqueue(OpQueue& queue, c10d:
                                                            std::vector<at::Tensor> outputs,
                                                            std::function<void()> run) {
   auto work = c10::make_intrusive<RisemlWork>(rank_, type, std::move(outputs));
-  queue.push([work, run = std::move(run)] {
+  queue.push([work, type, run = std::move(run)] {
     try {
       run();
       work->succeed();
+    } catch (const CollectiveError& e) {
+      // The core's message names the rank at fault; the kind up front says what happened, in
+      // the words torch's own backends use (scripts and tests match "Timed out").
+      const char* kind = e.kind() == ErrorKind::timeout       ? "Timed out: "
+                         : e.kind() == ErrorKind::peer_failed ? "a peer failed: "
+                         : e.kind() == ErrorKind::aborted     ? "the group failed earlier: "
+                                                              : "";
+      work->fail(std::make_exception_ptr(std::runtime_error(
+          "riseml " + c10d::opTypeToString(type) + " failed: " + kind + e.what())));
     } catch (...) {
       work->fail(std::current_exception());
     }
@@ -147,6 +156,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::allreduce(std::vector<at::Ten
                                                              const c10d::AllreduceOptions& opts) {
   expect_one(tensors, "allreduce");
   at::Tensor t = tensors[0];
+  if (t.defined() && t.layout() == at::kSparse) return sparse_allreduce(t, opts);
   const CoreView v = core_view(t, "allreduce");
   const Reduction r = reduction_for(opts.reduceOp, t, "allreduce");
   return enqueue(*queue_, c10d::OpType::ALLREDUCE, tensors, [this, t, v, r]() mutable {
@@ -157,6 +167,49 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::allreduce(std::vector<at::Ten
     at::Tensor all = at::empty({size_, t.numel()}, t.options());
     communicator_->allgather(v.data, all.data_ptr(), v.count, v.type);
     fold_bitwise(r.bitwise, t, all.unbind(0));
+  });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::sparse_allreduce(
+    at::Tensor& tensor, const c10d::AllreduceOptions& opts) {
+  if (opts.reduceOp.op_ != c10d::ReduceOp::SUM)
+    refuse("allreduce", "sparse tensors reduce with SUM only");
+  if (!tensor.device().is_cpu()) refuse("allreduce", "sparse tensors must be CPU tensors");
+  core_view(at::empty({0}, tensor.options().layout(at::kStrided)), "allreduce");  // the dtype
+  at::Tensor t = tensor;
+  return enqueue(*queue_, c10d::OpType::ALLREDUCE, {tensor}, [this, t]() mutable {
+    // Every rank's (index, value) pairs to every rank, then one coalesce: duplicates add up in
+    // the same order everywhere, so every rank ends with the same bits.
+    const at::Tensor mine = t.coalesce();
+    const int64_t sparse_dim = mine.sparse_dim();
+    const at::Tensor indices = mine._indices().t().contiguous();  // nnz x sparse_dim
+    const at::Tensor values = mine._values().contiguous();        // nnz x dense sizes
+    int64_t row = 1;  // elements of one value (the dense part), also when this rank has none
+    for (int64_t d = 1; d < values.dim(); ++d) row *= values.size(d);
+    at::Tensor nnz = at::empty({size_}, at::kLong);
+    const int64_t my_nnz = mine._nnz();
+    communicator_->allgather(&my_nnz, nnz.data_ptr(), 1, DataType::int64);
+    std::vector<std::size_t> index_counts, value_counts;
+    int64_t total = 0;
+    for (int r = 0; r < size_; ++r) {
+      const int64_t n = nnz[r].item<int64_t>();
+      index_counts.push_back(static_cast<std::size_t>(n * sparse_dim));
+      value_counts.push_back(static_cast<std::size_t>(n * row));
+      total += n;
+    }
+    at::Tensor all_indices = at::empty({total, sparse_dim}, at::kLong);
+    std::vector<int64_t> value_shape = values.sizes().vec();
+    value_shape[0] = total;
+    at::Tensor all_values = at::empty(value_shape, values.options());
+    communicator_->allgatherv(indices.numel() ? indices.data_ptr() : nothing(),
+                              total ? all_indices.data_ptr() : nothing(), index_counts,
+                              DataType::int64);
+    const CoreView v = core_view(values, "allreduce");
+    if (values.is_complex())
+      for (auto& c : value_counts) c *= 2;  // complex values travel as pairs of reals
+    communicator_->allgatherv(values.numel() ? values.data_ptr() : nothing(),
+                              total ? all_values.data_ptr() : nothing(), value_counts, v.type);
+    t.copy_(at::sparse_coo_tensor(all_indices.t(), all_values, t.sizes()).coalesce());
   });
 }
 

@@ -104,6 +104,20 @@ tb_half_time() {
     m = (u == "ms") ? 1e3 : (u == "s") ? 1e6 : 1; printf "%.1fus", n * m / 2 }'
 }
 
+# The nodes' names in /etc/hosts, as a cluster's DNS gives them (torch's MASTER_ADDR is a node
+# name). Written in place (no rename: /etc/hosts may be a bind mount), between two marker lines.
+tb_hosts_clear() {
+  [ -w /etc/hosts ] || return 0
+  local kept
+  kept=$(sed '/^# riseml-testbed begin$/,/^# riseml-testbed end$/d' /etc/hosts)
+  printf '%s\n' "$kept" >/etc/hosts
+}
+tb_hosts_add() { # "addr name" lines on stdin
+  [ -w /etc/hosts ] || return 0
+  tb_hosts_clear
+  { echo "# riseml-testbed begin"; cat; echo "# riseml-testbed end"; } >>/etc/hosts
+}
+
 tb_netns_ok() { # true when network namespaces can be made here
   [ "${RISEML_TESTBED_NETNS:-1}" != 0 ] || return 1
   ip netns add rml-probe 2>/dev/null || return 1

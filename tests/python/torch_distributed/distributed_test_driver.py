@@ -47,8 +47,21 @@ from torch.testing._internal.distributed.distributed_test import (  # noqa: E402
     DistributedTest, TestDistBackend)
 
 if _selected_as:
-    _suite.BACKEND = _backend  # what each rank's init_process_group uses
-    os.environ["BACKEND"] = _backend
+    # The suite behaves as for the selected backend, at import and at run time (its tests branch
+    # on BACKEND); only the process groups it creates are riseml's.
+    import torch.distributed as _dist
+    _init, _new_group = _dist.init_process_group, _dist.new_group
+
+    def _as_riseml(backend):
+        return _backend if backend in (None, _selected_as) else backend
+
+    def init_process_group(backend=None, *args, **kwargs):
+        return _init(_as_riseml(backend), *args, **kwargs)
+
+    def new_group(ranks=None, timeout=_dist.default_pg_timeout, backend=None, *args, **kwargs):
+        return _new_group(ranks, timeout, _as_riseml(backend), *args, **kwargs)
+
+    _dist.init_process_group, _dist.new_group = init_process_group, new_group
 
 
 class TestDistBackendWithSpawn(TestDistBackend, DistributedTest._DistTestBase):

@@ -4,7 +4,7 @@
 # and none reported a failure. The launcher's own status is not the test's: a rank died.
 set -u
 launch=$1 python=$2 script=$3 kind=$4
-out=$("$launch" -n 3 --tag-output --timeout 60 -- "$python" "$script" "$kind" 2>&1)
+out=$("$launch" -n 3 --tag-output --timeout 60 --stop-grace 20 -- "$python" "$script" "$kind" 2>&1)
 echo "$out"
 for r in 0 2; do
   grep -Eq "^\[$r\] rank $r: [0-9.]+ s: .*rank 1 " <<<"$out" ||

@@ -98,6 +98,9 @@ class ProcessGroupRiseml : public c10d::ProcessGroup {
                                          std::vector<at::Tensor> outputs,
                                          std::function<void()> run);
   // The store key of the next message from src to dst with `tag`; `take` uses up the number.
+  // allreduce of a sparse COO tensor (SUM): an allgather of every rank's indices and values.
+  c10::intrusive_ptr<c10d::Work> sparse_allreduce(at::Tensor& tensor,
+                                                  const c10d::AllreduceOptions& opts);
   std::string p2p_key(int src, int dst, int tag, bool take);
   c10::intrusive_ptr<c10d::Work> receive(std::vector<at::Tensor>& tensors, int src_rank,
                                          int tag);  // src_rank -1: any
