@@ -4,7 +4,7 @@ tutorial; the one riseml line is the import, the backend is a name.
 
     riseml-launch -n 2 python3 train.py                 (backend riseml, PMIx: no MASTER_ADDR)
     srun --mpi=pmix python3 train.py --backend gloo      (gloo too gets its environment)
-    torchrun --nproc_per_node 2 train.py                 (torchrun's store works as well)
+    MASTER_ADDR=... MASTER_PORT=... RANK=... WORLD_SIZE=... python3 train.py   (env:// as usual)
 
 --zero shards the optimizer state over the ranks (torch's ZeroRedundancyOptimizer). The last
 line rank 0 prints is JSON: {"epochs", "loss", "accuracy", "backend", "world_size"}.
