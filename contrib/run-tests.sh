@@ -24,10 +24,19 @@ configure_and_build() { # dir, extra cmake args...
   cmake --build "$dir" -j "$jobs"
 }
 
+# Each stage's output is kept, so that the end of the run (all a CI summary may show) can say
+# what failed in every failed stage, not only in the last one.
+stage_logs=$(mktemp -d)
+trap 'rm -rf "$stage_logs"' EXIT
 run_stage() { # name, command...
   local name=$1; shift
   echo "=== stage $name"
-  if "$@"; then echo "=== stage $name: ok"; else echo "=== stage $name: FAILED"; failed+=("$name"); fi
+  if "$@" 2>&1 | tee "$stage_logs/$name.log"; then
+    echo "=== stage $name: ok"
+  else
+    echo "=== stage $name: FAILED"
+    failed+=("$name")
+  fi
 }
 
 stage_werror() {
@@ -97,6 +106,11 @@ for s in $stages; do
 done
 
 if [ ${#failed[@]} -gt 0 ]; then
+  for s in "${failed[@]}"; do
+    echo "--- what failed in stage $s (its lines that report a failure, the last 25):"
+    grep -E '\*\*\*(Failed|Timeout|Exception)|[Ee]rror:|FAILED|^FAIL|\[  FAILED  \]' \
+      "$stage_logs/$s.log" | tail -25 || echo "(no such line: see the stage's output above)"
+  done
   echo "run-tests: FAILED stages: ${failed[*]}"
   exit 1
 fi

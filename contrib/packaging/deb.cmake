@@ -137,11 +137,13 @@ install(CODE "
   foreach(f ${riseml_runpath_files})
     file(RPATH_REMOVE FILE \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/\${f}\")
   endforeach()" COMPONENT tools EXCLUDE_FROM_ALL)
-if(TARGET _riseml)
-  install(CODE "
-    file(RPATH_REMOVE FILE \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${RISEML_PYTHON_INSTALL_DIR}/$<TARGET_FILE_NAME:_riseml>\")"
-    COMPONENT python EXCLUDE_FROM_ALL)
-endif()
+foreach(module _riseml _riseml_c10d)
+  if(TARGET ${module})
+    install(CODE "
+      file(RPATH_REMOVE FILE \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${RISEML_PYTHON_INSTALL_DIR}/$<TARGET_FILE_NAME:${module}>\")"
+      COMPONENT python EXCLUDE_FROM_ALL)
+  endif()
+endforeach()
 
 # Man pages from each command's --help (help2man), gzipped, for the commands in bin/.
 if(RISEML_MAN_PAGES)

@@ -112,7 +112,9 @@ ProcessGroupRiseml::ProcessGroupRiseml(const c10::intrusive_ptr<c10d::Store>& st
 }
 
 ProcessGroupRiseml::~ProcessGroupRiseml() {
-  // The queues run what was submitted before the communicator goes.
+  // The queues run what was submitted before the communicator goes; a receive that still waits
+  // gives up at once rather than for the whole timeout.
+  destroying_ = true;
   p2p_queue_.reset();
   queue_.reset();
 }
@@ -608,6 +610,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::receive(std::vector<at::Tenso
           if (store_->check({key})) found = src;
         }
         if (found >= 0) break;
+        if (destroying_)
+          throw std::runtime_error("riseml recv: the process group was destroyed while " +
+                                   from + " had not sent");
         if (std::chrono::steady_clock::now() > deadline)
           throw std::runtime_error("riseml recv: " + from + " sent nothing with tag " +
                                    std::to_string(tag) + " within " +

@@ -295,7 +295,17 @@ def run_ops():
             check(torch.equal(t, torch.full((3,), float(len(range(1, n, 2))))), "odd subgroup")
     test_ddp()
     dist.barrier()
+    # A receive nobody answers does not hold up destroying the group, and then fails.
+    pending = dist.irecv(torch.empty(1), (dist.get_rank() + 1) % n, tag=99)
+    start = time.monotonic()
     dist.destroy_process_group()
+    check(time.monotonic() - start < 10, "destroy with a pending irecv took %.1f s" %
+          (time.monotonic() - start))
+    try:
+        pending.wait()
+        check(False, "a receive nobody answered completed")
+    except RuntimeError as e:
+        check("destroyed" in str(e), "the pending receive says why: %s" % e)
 
 
 def spawned_rank(rank, size, init_file, result_dir):

@@ -10,6 +10,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <map>
@@ -113,6 +114,7 @@ class ProcessGroupRiseml : public c10d::ProcessGroup {
   std::uint64_t monitored_barriers_ = 0;
   std::map<std::tuple<int, int, int>, std::uint64_t> p2p_sequence_;  // (src, dst, tag) -> next
   std::mutex p2p_mutex_;
+  std::atomic<bool> destroying_{false};
   std::unique_ptr<OpQueue> queue_;      // collectives, in call order
   std::unique_ptr<OpQueue> p2p_queue_;  // receives, in call order
 };
