@@ -1,5 +1,5 @@
-// riseml-fault-trials: kill -9 of a random rank at a random moment of a stream of collectives,
-// many times, and check what the survivors say. The ranks are forked here (a launcher would
+// riseml-fault-trials: kill -9 (or SIGSTOP: alive but silent, like a hung GPU) of a random rank
+// at a random moment of a stream of collectives, many times, and check what the survivors say. The ranks are forked here (a launcher would
 // tear the survivors down itself) and meet through a rendezvous in a temporary directory; each
 // survivor must find the death on its own. Every collective that returns is checked element by
 // element against the exact expected bytes, so a call that "succeeds" with wrong data is seen.
@@ -7,11 +7,12 @@
 // Modes: shm and tcp (one host), hierarchical (two pretend hosts: shared memory inside, TCP
 // between), engine (the background engine with fused tensors, on two pretend hosts).
 //
-//   riseml-fault-trials [--trials N] [--modes shm,tcp,hierarchical,engine] [--min-ranks 3]
-//                       [--max-ranks 4] [--timeout-s 5] [--seed S] [--verbose]
+//   riseml-fault-trials [--trials N] [--modes shm,tcp,hierarchical,engine] [--fault kill|stop]
+//                       [--min-ranks 3] [--max-ranks 4] [--timeout-s 5] [--seed S] [--verbose]
 //
 // A trial passes when every survivor exits within the timeout (plus slack) with an error that
-// names the killed rank and its host, and no call ever returned wrong bytes. Prints one row per
+// blames the victim (its culprit rank) and names it and its host first (not a healthy rank it
+// waited on), and no call ever returned wrong bytes. Prints one row per
 // mode and exits 1 when any trial failed.
 #include <signal.h>
 #include <sys/wait.h>
@@ -28,6 +29,7 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -251,6 +253,7 @@ std::string run_engine_steps(riseml::engine::Engine& engine, std::uint64_t seed)
       status = 4;
     } catch (const CollectiveError& e) {
       write("error", e.what());
+      write("culprit", std::to_string(e.culprit_rank()));
       status = 0;
     }
   } catch (const std::exception& e) {
@@ -272,8 +275,8 @@ std::string slurp(const fs::path& p) {
 }
 
 // One trial: returns false (and prints why) when it failed.
-bool run_trial(Mode mode, int ranks, std::chrono::milliseconds timeout, std::mt19937_64& rng,
-               int trial, bool verbose, Tally& tally) {
+bool run_trial(Mode mode, bool stop, int ranks, std::chrono::milliseconds timeout,
+               std::mt19937_64& rng, int trial, bool verbose, Tally& tally) {
   char templ[] = "/tmp/riseml-fault-XXXXXX";
   if (!::mkdtemp(templ)) {
     std::perror("mkdtemp");
@@ -318,10 +321,21 @@ bool run_trial(Mode mode, int ranks, std::chrono::milliseconds timeout, std::mt1
   // A random moment: early in a call, deep inside a long one, between two.
   std::this_thread::sleep_for(std::chrono::microseconds(rng() % 400000));
   const int victim = static_cast<int>(rng() % static_cast<std::uint64_t>(ranks));
-  ::kill(pids[static_cast<std::size_t>(victim)], SIGKILL);
-  ::waitpid(pids[static_cast<std::size_t>(victim)], nullptr, 0);
+  const pid_t victim_pid = pids[static_cast<std::size_t>(victim)];
   pids[static_cast<std::size_t>(victim)] = -1;
+  if (stop) {
+    ::kill(victim_pid, SIGSTOP);  // alive, holding its links open, silent
+  } else {
+    ::kill(victim_pid, SIGKILL);
+    ::waitpid(victim_pid, nullptr, 0);
+  }
   const auto killed = Clock::now();
+  auto end_victim = [&] {
+    if (stop) {
+      ::kill(victim_pid, SIGKILL);
+      ::waitpid(victim_pid, nullptr, 0);
+    }
+  };
 
   bool ok = true;
   const std::string dead = "rank " + std::to_string(victim) + " (host ";
@@ -338,7 +352,8 @@ bool run_trial(Mode mode, int ranks, std::chrono::milliseconds timeout, std::mt1
       }
       std::this_thread::sleep_for(1ms);
     }
-    const std::string tag = what + ", killed rank " + std::to_string(victim) + ": rank " + std::to_string(r);
+    const std::string tag = what + (stop ? ", stopped rank " : ", killed rank ") +
+                            std::to_string(victim) + ": rank " + std::to_string(r);
     if (hung) {
       ++tally.hangs;
       ok = false;
@@ -363,14 +378,21 @@ bool run_trial(Mode mode, int ranks, std::chrono::milliseconds timeout, std::mt1
       continue;
     }
     const std::string error = slurp(dir / ("error." + std::to_string(r)));
-    if (error.find(dead) == std::string::npos) {
+    const std::string culprit = slurp(dir / ("culprit." + std::to_string(r)));
+    // The first rank the message names (after any prefix of the engine's) is the victim.
+    std::smatch first;
+    const bool names_victim_first =
+        std::regex_search(error, first, std::regex("rank [0-9]+ \\(host ")) && first.str(0) == dead;
+    if (!names_victim_first || culprit != std::to_string(victim)) {
       ++tally.unnamed;
       ok = false;
-      std::printf("%s did not name the dead rank: %s\n", tag.c_str(), error.c_str());
+      std::printf("%s did not blame the victim first (culprit %s): %s\n", tag.c_str(),
+                  culprit.c_str(), error.c_str());
     } else if (verbose) {
       std::printf("%s: %s\n", tag.c_str(), error.c_str());
     }
   }
+  end_victim();
   fs::remove_all(dir);
   return ok;
 }
@@ -384,7 +406,7 @@ double percentile(std::vector<double> v, double p) {
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
                "riseml-fault-trials: %s\nusage: riseml-fault-trials [--trials N] [--modes "
-               "shm,tcp,hierarchical,engine] [--min-ranks K] [--max-ranks K] [--timeout-s S] [--seed S] "
+               "shm,tcp,hierarchical,engine] [--fault kill|stop] [--min-ranks K] [--max-ranks K] [--timeout-s S] [--seed S] "
                "[--verbose]\n",
                why);
   std::exit(2);
@@ -396,7 +418,7 @@ int main(int argc, char** argv) {
   int trials = 20, min_ranks = 3, max_ranks = 4;
   double timeout_s = 5;
   std::uint64_t seed = std::random_device{}();
-  bool verbose = false;
+  bool verbose = false, stop = false;
   std::vector<Mode> modes = {Mode::shm, Mode::tcp, Mode::hierarchical, Mode::engine};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -411,6 +433,11 @@ int main(int argc, char** argv) {
       else if (a == "--timeout-s") timeout_s = std::stod(next());
       else if (a == "--seed") seed = std::stoull(next());
       else if (a == "--verbose") verbose = true;
+      else if (a == "--fault") {
+        const std::string f = next();
+        if (f != "kill" && f != "stop") usage(("unknown fault " + f).c_str());
+        stop = f == "stop";
+      }
       else if (a == "--modes") {
         modes.clear();
         std::stringstream list(next());
@@ -428,8 +455,9 @@ int main(int argc, char** argv) {
   }
   if (trials < 1 || min_ranks < 2 || max_ranks < min_ranks) usage("need trials >= 1, 2 <= min-ranks <= max-ranks");
   const auto timeout = std::chrono::milliseconds(static_cast<long long>(timeout_s * 1000));
-  std::printf("riseml-fault-trials: %d trial(s) per mode, %d-%d ranks, timeout %.1f s, seed %llu\n",
-              trials, min_ranks, max_ranks, timeout_s, static_cast<unsigned long long>(seed));
+  std::printf("riseml-fault-trials: %s, %d trial(s) per mode, %d-%d ranks, timeout %.1f s, seed %llu\n",
+              stop ? "SIGSTOP" : "kill -9", trials, min_ranks, max_ranks, timeout_s,
+              static_cast<unsigned long long>(seed));
   std::fflush(stdout);
   std::mt19937_64 rng(seed);
   std::map<Mode, Tally> tallies;
@@ -438,11 +466,11 @@ int main(int argc, char** argv) {
     Tally& t = tallies[m];
     for (int i = 0; i < trials; ++i) {
       const int ranks = min_ranks + static_cast<int>(rng() % static_cast<std::uint64_t>(max_ranks - min_ranks + 1));
-      if (!run_trial(m, ranks, timeout, rng, i, verbose, t)) all_ok = false;
+      if (!run_trial(m, stop, ranks, timeout, rng, i, verbose, t)) all_ok = false;
       std::fflush(stdout);
     }
   }
-  std::printf("\n| mode | trials | survivors | wrong results | hangs | dead rank not named | bad exits | setup failures | detect p50 ms | detect max ms |\n");
+  std::printf("\n| mode | trials | survivors | wrong results | hangs | victim not blamed first | bad exits | setup failures | detect p50 ms | detect max ms |\n");
   std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   for (Mode m : modes) {
     const Tally& t = tallies[m];

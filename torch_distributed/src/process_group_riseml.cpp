@@ -603,16 +603,25 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::receive(std::vector<at::Tenso
       auto pause = std::chrono::microseconds(50);
       int found = -1;
       std::string key;
+      auto destroyed = [&] {
+        return std::runtime_error("riseml recv: the process group was destroyed while " + from +
+                                  " had not sent");
+      };
       while (found < 0) {
+        if (destroying_) throw destroyed();
         for (int src = 0; src < size_ && found < 0; ++src) {
           if (src == rank_ || (src_rank >= 0 && src != src_rank)) continue;
           key = p2p_key(src, rank_, tag, /*take=*/false);
-          if (store_->check({key})) found = src;
+          try {
+            if (store_->check({key})) found = src;
+          } catch (const std::exception& e) {
+            // While the group goes, the store may go first (its host rank exited).
+            if (destroying_) throw destroyed();
+            throw std::runtime_error("riseml recv from " + from + ": the store failed (" +
+                                     e.what() + "); did the rank that hosts it exit?");
+          }
         }
         if (found >= 0) break;
-        if (destroying_)
-          throw std::runtime_error("riseml recv: the process group was destroyed while " +
-                                   from + " had not sent");
         if (std::chrono::steady_clock::now() > deadline)
           throw std::runtime_error("riseml recv: " + from + " sent nothing with tag " +
                                    std::to_string(tag) + " within " +

@@ -236,6 +236,16 @@ void Context::connect(Rendezvous& rendezvous) {
     }
   }
   const std::vector<std::byte> secret = rendezvous.job_secret();
+  {
+    std::vector<int> host_of(static_cast<std::size_t>(size_));
+    std::map<std::string, int> host_index;
+    for (int r = 0; r < size_; ++r)
+      host_of[static_cast<std::size_t>(r)] =
+          host_index.emplace(peers_[static_cast<std::size_t>(r)].host_key,
+                             static_cast<int>(host_index.size()))
+              .first->second;
+    waits_for_ = std::make_unique<WaitsFor>(rank_, std::move(host_of), secret);
+  }
 
   // Phase 1: publish how to reach this rank.
   std::shared_ptr<InprocFabric>* fabric_holder = nullptr;
@@ -259,11 +269,21 @@ void Context::connect(Rendezvous& rendezvous) {
     const Mac mac = segment_mac(secret, seg_name);
     std::memcpy(my_segment->header().auth, mac.data(), mac.size());
     rendezvous.put(prefix + "/shm", to_bytes(seg_name));
+    waits_for_->set_own_record(&my_segment->header());
   }
   std::unique_ptr<TcpMesh> tcp;
   if (!tcp_peers.empty()) {
     tcp = std::make_unique<TcpMesh>(options_, rank_, secret);
     rendezvous.put(prefix + "/tcp", to_bytes(tcp->address()));
+    // The status socket (who waits on whom, at a timeout) beside the TCP listener; without it
+    // a timeout blames the peer waited on, as before.
+    std::string status;
+    try {
+      const std::string& a = tcp->address();
+      status = waits_for_->open_udp(a.substr(0, a.rfind(':')));
+    } catch (const CollectiveError&) {
+    }
+    rendezvous.put(prefix + "/status", to_bytes(status));
   }
   rendezvous.fence(options_.timeout);
 
@@ -297,8 +317,10 @@ void Context::connect(Rendezvous& rendezvous) {
     }
     if (tcp) {
       std::vector<std::string> addresses(static_cast<std::size_t>(size_));
-      for (int r : tcp_peers)
+      for (int r : tcp_peers) {
         addresses[static_cast<std::size_t>(r)] = to_string(rendezvous.get(r, prefix + "/tcp", options_.timeout));
+        waits_for_->set_udp_address(r, to_string(rendezvous.get(r, prefix + "/status", options_.timeout)));
+      }
       std::vector<std::string> names;
       for (int r = 0; r < size_; ++r) names.push_back(name(r));
       auto tcp_links = tcp->connect(tcp_peers, addresses, names, deadline_);
@@ -310,6 +332,8 @@ void Context::connect(Rendezvous& rendezvous) {
     delete fabric_holder;
     throw;
   }
+  for (auto& l : links_)
+    if (l) l->set_world_size(size_);
   rendezvous.fence(options_.timeout);
   if (my_segment) my_segment->unlink();
   delete fabric_holder;
@@ -329,9 +353,25 @@ void Context::fail(const CollectiveError& error) noexcept {
     failure_ = error.what();
   } catch (...) {
   }
-  const std::string reason = "rank " + std::to_string(rank_) + " gave up: " + failure_;
+  // A culprit other than this rank travels with the abort (the reason names it first), so the
+  // peers blame it too, not this messenger.
+  const int culprit = error.culprit_rank() >= 0 && error.culprit_rank() < size_ &&
+                              error.culprit_rank() != rank_
+                          ? error.culprit_rank()
+                          : -1;
+  std::string reason;
+  try {
+    reason = culprit >= 0 ? failure_ : "rank " + std::to_string(rank_) + " gave up: " + failure_;
+  } catch (...) {
+  }
+  if (waits_for_ && culprit >= 0) {
+    try {
+      waits_for_->announce(Verdict{culprit, reason});
+    } catch (...) {
+    }
+  }
   for (auto& l : links_)
-    if (l) l->abort(reason);
+    if (l) l->abort(reason, culprit);
 }
 
 void Context::throw_if_failed() const {

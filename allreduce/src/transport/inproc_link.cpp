@@ -97,7 +97,7 @@ bool InprocLink::progress_recv(bool& moved) {
     box.queue.pop_front();
   }
   moved = true;
-  if (m.abort) throw_peer_aborted(peer_name_, peer_, m.reason);
+  if (m.abort) throw_peer_aborted(peer_name_, peer_, m.reason, culprit_from_wire(m.culprit + 1, world_size_));
   if (!(m.tag == recv_tag_)) throw_tag_mismatch(peer_name_, peer_, m.tag, recv_tag_);
   if (m.payload.size() != recv_bytes_)
     throw_size_mismatch(peer_name_, peer_, m.payload.size(), recv_bytes_, recv_tag_);
@@ -118,11 +118,12 @@ void InprocLink::check_pending(const CallTag& current) {
       throw_tag_mismatch(peer_name_, peer_, m.tag, current);
 }
 
-void InprocLink::abort(const std::string& reason) noexcept {
+void InprocLink::abort(const std::string& reason, int culprit) noexcept {
   try {
     InprocFabric::Message m;
     m.abort = true;
     m.reason = reason;
+    m.culprit = culprit;
     {
       auto& box = fabric_->mailbox(self_, peer_);
       std::lock_guard lock(box.mutex);

@@ -30,6 +30,7 @@ class InprocFabric {
     std::vector<std::byte> payload;
     bool abort = false;
     std::string reason;
+    int culprit = -1;
   };
   struct Mailbox {
     std::mutex mutex;
@@ -61,7 +62,7 @@ class InprocLink : public Link {
   bool has_incoming() override;
   int incoming_fd() const override { return fabric_->wakeup_fd(self_); }
   void check_pending(const CallTag& current) override;
-  void abort(const std::string& reason) noexcept override;
+  void abort(const std::string& reason, int culprit) noexcept override;
 
  private:
   std::shared_ptr<InprocFabric> fabric_;

@@ -8,6 +8,8 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <string>
 
 #include "call_tag.hpp"
@@ -17,6 +19,12 @@ namespace riseml {
 
 // Called with each received segment: its bytes and where they sit in the message.
 using SegmentSink = FunctionRef<void(const std::byte* data, std::size_t offset, std::size_t len)>;
+
+// What a waiting peer last said of itself (see Link::peer_wait).
+struct PeerWait {
+  int waiting_on = -1;  // the rank it waits on; -1: it has not waited yet
+  std::chrono::steady_clock::time_point said_at{};
+};
 
 class Link {
  public:
@@ -70,7 +78,17 @@ class Link {
 
   // Best effort, never blocks long, never throws: tells the peer this rank failed and why, so
   // the peer's error can name the original cause.
-  virtual void abort(const std::string& reason) noexcept = 0;
+  // `culprit`: the rank this rank blames (-1: none known; the peer then blames this rank).
+  virtual void abort(const std::string& reason, int culprit) noexcept = 0;
+  // Whom the peer waits on, where this transport can see it without the peer's help (shared
+  // memory: the peer's own record). Empty where it cannot.
+  virtual std::optional<PeerWait> peer_wait() const { return std::nullopt; }
+
+  // The number of ranks, for checking a culprit a peer names (set once the links exist).
+  void set_world_size(int n) { world_size_ = n; }
+
+ protected:
+  int world_size_ = 0;
 };
 
 }  // namespace riseml

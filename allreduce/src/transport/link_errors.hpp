@@ -29,9 +29,17 @@ namespace riseml {
                         peer);
 }
 
+// `culprit`: the rank the peer blamed when it gave up (its reason names it), -1: none. Then the
+// error blames that rank, not the messenger, so every survivor names the same culprit.
 [[noreturn]] inline void throw_peer_aborted(const std::string& peer_name, int peer,
-                                            const std::string& reason) {
+                                            const std::string& reason, int culprit = -1) {
+  if (culprit >= 0 && culprit != peer) throw CollectiveError(ErrorKind::peer_failed, reason, culprit);
   throw CollectiveError(ErrorKind::peer_failed, peer_name + " failed: " + reason, peer);
+}
+
+// A culprit as it arrives from a peer (1 + rank, 0: none), checked against the world size.
+inline int culprit_from_wire(std::int64_t value, int world_size) {
+  return value >= 1 && value <= world_size ? static_cast<int>(value - 1) : -1;
 }
 
 }  // namespace riseml

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "link.hpp"
+#include "waits_for.hpp"
 
 namespace riseml {
 
@@ -27,6 +28,8 @@ class PeerLinks {
   std::chrono::milliseconds timeout() const { return timeout_; }
   // How long a wait on shared memory spins before it yields and sleeps.
   std::chrono::microseconds spin_time() const { return spin_time_; }
+  // Whom this rank waits on, and who is really silent at a timeout (null: not set up).
+  WaitsFor* waits_for() const { return waits_for_.get(); }
 
  protected:
   PeerLinks() = default;
@@ -39,6 +42,7 @@ class PeerLinks {
   std::chrono::steady_clock::time_point deadline_{};
   std::chrono::milliseconds timeout_{};
   std::chrono::microseconds spin_time_{};
+  std::unique_ptr<WaitsFor> waits_for_;
 };
 
 }  // namespace riseml

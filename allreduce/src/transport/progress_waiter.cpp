@@ -65,9 +65,20 @@ void ProgressWaiter::check(Link* sender, int send_peer, Link* receiver, int recv
     for (const auto& l : peers_.links())
       if (l) l->check_pending(tag_);
     next_check_ = now + std::chrono::milliseconds(20);
+    // Say whom this rank waits on; take a verdict another rank reached.
+    if (WaitsFor* w = peers_.waits_for())
+      if (auto verdict = w->while_waiting(receiver ? recv_peer : send_peer))
+        throw CollectiveError(ErrorKind::peer_failed, verdict->message, verdict->culprit);
   }
   if (now >= peers_.deadline()) {
     const int silent = receiver ? recv_peer : send_peer;
+    if (WaitsFor* w = peers_.waits_for()) {
+      // The peer this rank waits on may be waiting, healthy, on another: blame the one that
+      // is really silent.
+      const Verdict v = w->resolve(silent, peers_, describe(tag_),
+                                   receiver ? "receiving from it" : "sending to it");
+      throw CollectiveError(ErrorKind::timeout, v.message, v.culprit);
+    }
     throw CollectiveError(ErrorKind::timeout,
                           peers_.name(silent) + " did not answer within " +
                               std::to_string(peers_.timeout().count()) + " ms (" +

@@ -127,7 +127,8 @@ void ShmLink::throw_if_peer_aborted() {
   const ShmSegmentHeader& h = theirs_->header();
   if (h.aborted.load(std::memory_order_acquire) != 0) {
     std::string reason(h.reason, strnlen(h.reason, sizeof h.reason));
-    throw_peer_aborted(peer_name_, peer_, reason);
+    throw_peer_aborted(peer_name_, peer_, reason,
+                       culprit_from_wire(h.culprit.load(std::memory_order_relaxed), world_size_));
   }
 }
 
@@ -159,7 +160,7 @@ void ShmLink::check_pending(const CallTag& current) {
     throw_tag_mismatch(peer_name_, peer_, tag, current);
 }
 
-void ShmLink::abort(const std::string& reason) noexcept {
+void ShmLink::abort(const std::string& reason, int culprit) noexcept {
   ShmSegmentHeader& h = mine_->header();
   std::uint32_t expected = 0;
   // The first abort wins; the reason is written before the flag is published.
@@ -167,8 +168,19 @@ void ShmLink::abort(const std::string& reason) noexcept {
   const std::size_t n = std::min(reason.size(), sizeof h.reason - 1);
   std::memcpy(h.reason, reason.data(), n);
   h.reason[n] = '\0';
+  h.culprit.store(culprit + 1, std::memory_order_relaxed);
   h.aborted.compare_exchange_strong(expected, 1, std::memory_order_release);
   theirs_->header().doorbell.ring();
+}
+
+std::optional<PeerWait> ShmLink::peer_wait() const {
+  const ShmSegmentHeader& h = theirs_->header();
+  PeerWait w;
+  w.waiting_on = h.waiting_on.load(std::memory_order_relaxed) - 1;
+  w.said_at = std::chrono::steady_clock::time_point(
+      std::chrono::nanoseconds(h.waiting_heartbeat_ns.load(std::memory_order_acquire)));
+  if (w.waiting_on < -1 || w.waiting_on >= world_size_) w.waiting_on = -1;
+  return w;
 }
 
 }  // namespace riseml

@@ -34,7 +34,8 @@ class ShmLink : public Link {
   bool has_incoming() override;
   void check_peer() override;
   void check_pending(const CallTag& current) override;
-  void abort(const std::string& reason) noexcept override;
+  void abort(const std::string& reason, int culprit) noexcept override;
+  std::optional<PeerWait> peer_wait() const override;
 
  private:
   void throw_if_peer_aborted();

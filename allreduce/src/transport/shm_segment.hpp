@@ -31,7 +31,13 @@ struct ShmSegmentHeader {
   ShmLayout layout;
   unsigned char auth[32];             // HMAC(job secret, name): proves the creator knows it
   std::atomic<std::uint32_t> aborted; // set (last) when the owner failed; reason says why
+  std::atomic<std::int32_t> culprit;  // with aborted: 1 + the rank the owner blamed, 0: none
   char reason[1024];
+  // Whom the owner waits on (1 + rank, 0: nobody yet) and when it last said so (steady clock,
+  // ns; the same clock in every process of the host), refreshed every few ms while it waits.
+  // A peer that times out reads it to follow the waits to the rank that is really silent.
+  std::atomic<std::int32_t> waiting_on;
+  std::atomic<std::int64_t> waiting_heartbeat_ns;
   Doorbell doorbell;                  // the owner sleeps on it, its peers ring it
 };
 static_assert(sizeof(ShmSegmentHeader) <= 4096);

@@ -42,7 +42,7 @@ void TcpLink::part_range(std::size_t bytes, std::size_t p, std::size_t& lo, std:
   hi = edge(p + 1);
 }
 
-bool TcpLink::salvage_abort_reason(std::size_t conn, std::string& reason,
+bool TcpLink::salvage_abort_reason(std::size_t conn, std::string& reason, int& culprit,
                                    std::chrono::steady_clock::time_point deadline) {
   // Skip what is left of the frame being received on this connection, then read frames until
   // the abort one.
@@ -72,6 +72,7 @@ bool TcpLink::salvage_abort_reason(std::size_t conn, std::string& reason,
   for (;;) {
     if (!read_all(fd, &h, sizeof h, deadline) || h.magic != kFrameMagic) return false;
     if (h.kind == kAbort) {
+      culprit = culprit_from_wire(static_cast<std::int64_t>(h.reserved), world_size_);
       reason.assign(std::min<std::size_t>(h.part_bytes, 4096), '\0');
       return read_all(fd, reason.data(), reason.size(), deadline);
     }
@@ -86,9 +87,11 @@ void TcpLink::fail_io(const char* what, int err, std::size_t conn) {
   if (closed) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
     std::string reason;
+    int culprit = -1;
     for (std::size_t i = 0; i < fds_.size(); ++i) {
       const std::size_t c = (conn + i) % fds_.size();
-      if (salvage_abort_reason(c, reason, deadline)) throw_peer_aborted(peer_name_, peer_, reason);
+      if (salvage_abort_reason(c, reason, culprit, deadline))
+        throw_peer_aborted(peer_name_, peer_, reason, culprit);
     }
     throw CollectiveError(ErrorKind::peer_failed,
                           peer_name_ + " closed the connection (" + what + "); it died or gave up",
@@ -185,7 +188,8 @@ void TcpLink::read_abort_reason(std::size_t conn, const FrameHeader* header) {
   std::string reason(std::min<std::size_t>(h.part_bytes, 4096), '\0');
   if (!read_all(fds_[conn].get(), reason.data(), reason.size(), deadline))
     reason = "(reason lost)";
-  throw_peer_aborted(peer_name_, peer_, reason);
+  throw_peer_aborted(peer_name_, peer_, reason,
+                     culprit_from_wire(static_cast<std::int64_t>(h.reserved), world_size_));
 }
 
 void TcpLink::check_header(std::size_t conn) {
@@ -318,7 +322,7 @@ int TcpLink::wait_fd(bool sending, short* events) const {
   return kNothingToWaitFor;
 }
 
-void TcpLink::abort(const std::string& reason) noexcept {
+void TcpLink::abort(const std::string& reason, int culprit) noexcept {
   // An abort frame is only well-formed between frames, so a half-sent frame is first padded
   // to its end and closed with an "abandoned" trailer (the peer never takes the padding for
   // data). Then the abort frame, on every connection, so the peer finds the reason whichever
@@ -349,7 +353,8 @@ void TcpLink::abort(const std::string& reason) noexcept {
       s.trailer_sent = sizeof(FrameTrailer);
     }
     if (clean) {
-      FrameHeader h{kFrameMagic, kAbort, {}, 0, 0, std::min<std::size_t>(reason.size(), 4096), 0};
+      FrameHeader h{kFrameMagic, kAbort, {}, 0, 0, std::min<std::size_t>(reason.size(), 4096),
+                    static_cast<std::uint64_t>(culprit + 1)};
       if (write_all(fd, &h, sizeof h, deadline)) write_all(fd, reason.data(), h.part_bytes, deadline);
     }
   }

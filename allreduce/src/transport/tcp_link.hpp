@@ -35,7 +35,7 @@ class TcpLink : public Link {
   void check_peer() override {}
   bool has_incoming() override;
   int incoming_fd() const override { return fds_.empty() ? -1 : fds_[0].get(); }
-  void abort(const std::string& reason) noexcept override;
+  void abort(const std::string& reason, int culprit) noexcept override;
 
   struct FrameHeader {
     std::uint32_t magic;
@@ -44,7 +44,7 @@ class TcpLink : public Link {
     std::uint64_t message_bytes;
     std::uint64_t part_offset;
     std::uint64_t part_bytes;
-    std::uint64_t reserved;
+    std::uint64_t reserved;  // abort: 1 + the rank the sender blamed, 0: none
   };
   static_assert(sizeof(FrameHeader) == 64);
   struct FrameTrailer {
@@ -72,7 +72,7 @@ class TcpLink : public Link {
   };
   void part_range(std::size_t bytes, std::size_t p, std::size_t& lo, std::size_t& hi) const;
   [[noreturn]] void fail_io(const char* what, int err, std::size_t conn);
-  bool salvage_abort_reason(std::size_t conn, std::string& reason,
+  bool salvage_abort_reason(std::size_t conn, std::string& reason, int& culprit,
                             std::chrono::steady_clock::time_point deadline);
   [[noreturn]] void read_abort_reason(std::size_t conn, const FrameHeader* header);
   void check_header(std::size_t conn);
