@@ -28,8 +28,10 @@ HorovodInternalError = RisemlError
 
 
 class HostsUpdatedInterrupt(RuntimeError):
-    """Horovod elastic's signal that the hosts changed. riseml jobs are not elastic, so it is
-    never raised; it exists so that scripts catching it run unchanged."""
+    """Horovod elastic's signal that the hosts changed: raised by State.commit() or
+    check_host_updates() on every rank at once after a host update (riseml.elastic); the
+    elastic run wrapper catches it and re-forms the world. `skip_sync`: only hosts were removed,
+    so the survivors' state needs no sync."""
 
     def __init__(self, skip_sync=False):
         super().__init__("hosts updated")

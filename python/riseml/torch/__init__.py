@@ -721,3 +721,7 @@ def poll(handle):
     if isinstance(handle, _SparseHandle):
         return True
     return _riseml.poll(handle)
+
+
+# Horovod's hvd.elastic (TorchState, ElasticSampler, run); last, as it uses the functions above.
+from riseml.torch import elastic  # noqa: E402
