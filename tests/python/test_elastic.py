@@ -65,6 +65,14 @@ def test_assigning_a_new_model_commits_it():
     assert state.model is replacement and not torch.all(replacement.bias == 0)
 
 
+def interrupt_of(commit):
+    try:
+        commit()
+    except hvd.HostsUpdatedInterrupt as e:
+        return e
+    raise AssertionError("no HostsUpdatedInterrupt")
+
+
 def test_a_host_update_seen_by_one_rank_interrupts_every_rank_at_the_same_commit():
     state = hvd.elastic.ObjectState(hvd.broadcast_object, hvd.rank,
                                     allgather_object=hvd.allgather_object, step=0)
@@ -76,18 +84,10 @@ def test_a_host_update_seen_by_one_rank_interrupts_every_rank_at_the_same_commit
     state.commit()  # seen: no second interrupt
     # Removed only: skip the sync; added: not.
     state.on_hosts_updated(101, HostUpdateResult.added)
-    try:
-        state.commit()
-        raise AssertionError("no interrupt")
-    except hvd.HostsUpdatedInterrupt as e:
-        assert e.skip_sync is False
+    assert interrupt_of(state.commit).skip_sync is False
     if hvd.rank() == 0:
         state.on_hosts_updated(102, HostUpdateResult.removed)
-    try:
-        state.commit()
-        raise AssertionError("no interrupt")
-    except hvd.HostsUpdatedInterrupt as e:
-        assert e.skip_sync is True
+    assert interrupt_of(state.commit).skip_sync is True
 
 
 def test_run_restores_resets_syncs_and_calls_the_reset_callbacks():

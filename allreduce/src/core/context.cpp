@@ -353,9 +353,11 @@ void Context::fail(const CollectiveError& error) noexcept {
     failure_ = error.what();
   } catch (...) {
   }
-  // A culprit other than this rank travels with the abort (the reason names it first), so the
-  // peers blame it too, not this messenger.
-  const int culprit = error.culprit_rank() >= 0 && error.culprit_rank() < size_ &&
+  // A dead or silent rank found by this one travels with the abort (the reason names it
+  // first), so the peers blame it too, not this messenger. Other errors (a mismatch, say) are
+  // this rank's view and go out as "rank R gave up: ...".
+  const bool blames = error.kind() == ErrorKind::timeout || error.kind() == ErrorKind::peer_failed;
+  const int culprit = blames && error.culprit_rank() >= 0 && error.culprit_rank() < size_ &&
                               error.culprit_rank() != rank_
                           ? error.culprit_rank()
                           : -1;
