@@ -16,6 +16,7 @@ int Engine::size() const { return loop_->size(); }
 Handle Engine::enqueue(Request request) { return loop_->enqueue(std::move(request)); }
 void Engine::shutdown() { loop_->shutdown(); }
 bool Engine::stopped() const { return loop_->stopped(); }
+int Engine::failed_rank() const { return loop_->failed_rank(); }
 void Engine::start_timeline(const std::string& path) { loop_->set_timeline(path); }
 void Engine::stop_timeline() { loop_->set_timeline(""); }
 

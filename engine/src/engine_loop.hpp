@@ -35,6 +35,7 @@ class EngineLoop {
   Handle enqueue(Request request);
   void shutdown();
   bool stopped() { return queue_.stopped(); }
+  int failed_rank() { return queue_.failed_rank(); }
   // Empty: stop. The path is tried here (so the caller sees a bad one); the engine thread
   // switches at its next cycle.
   void set_timeline(const std::string& path);

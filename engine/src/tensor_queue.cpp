@@ -73,6 +73,11 @@ bool TensorQueue::stopped() {
   return stop_error_.has_value();
 }
 
+int TensorQueue::failed_rank() {
+  std::lock_guard lock(mutex_);
+  return stop_error_ ? stop_error_->culprit_rank() : -1;
+}
+
 int TensorQueue::gpu_device() {
   std::lock_guard lock(mutex_);
   return gpu_device_;

@@ -56,6 +56,7 @@ class TensorQueue {
   void request_shutdown();
   void switch_timeline(const std::string& path);  // empty: stop
   bool stopped();
+  int failed_rank();  // the stop error's culprit: -1 if none, or not stopped by a failure
   // The CUDA device of this process's GPU tensors, -1 before the first.
   int gpu_device();
 

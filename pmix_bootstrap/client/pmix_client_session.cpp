@@ -129,16 +129,37 @@ void PmixClientSession::commit() {
   if (status != PMIX_SUCCESS) fail("PMIx_Commit failed", status);
 }
 
-void PmixClientSession::fence(std::chrono::milliseconds timeout) {
+void PmixClientSession::fence(std::chrono::milliseconds timeout) { fence_procs({}, timeout); }
+
+void PmixClientSession::fence_among(const std::vector<int>& ranks,
+                                    std::chrono::milliseconds timeout) {
+  std::vector<pmix_proc_t> procs;
+  for (int r : ranks) {
+    if (r < 0 || r >= facts_.size)
+      fail("fence_among: rank " + std::to_string(r) + " is not in this job of " +
+           std::to_string(facts_.size) + " ranks");
+    pmix_proc_t p{};
+    PMIX_LOAD_PROCID(&p, self_.nspace, static_cast<pmix_rank_t>(r));
+    procs.push_back(p);
+  }
+  if (std::find(ranks.begin(), ranks.end(), facts_.rank) == ranks.end())
+    fail("fence_among: this rank is not among the ranks");
+  fence_procs(procs, timeout);
+}
+
+void PmixClientSession::fence_procs(const std::vector<pmix_proc_t>& procs,
+                                    std::chrono::milliseconds timeout) {
   // PMIX_TIMEOUT lets the server give up on a missing rank; the server only watches local
   // ranks, so the wait below enforces the timeout when a rank on another node is missing.
+  // No procs: the whole job.
   InfoArray directives = InfoList()
                              .add_bool(PMIX_COLLECT_DATA, true)
                              .add_int(PMIX_TIMEOUT, timeout_seconds(timeout))
                              .finish();
   CallCompletion completion;
   void* cbdata = completion.callback_data();
-  pmix_status_t status = PMIx_Fence_nb(nullptr, 0, directives.data(), directives.size(),
+  pmix_status_t status = PMIx_Fence_nb(procs.empty() ? nullptr : procs.data(), procs.size(),
+                                       directives.data(), directives.size(),
                                        &CallCompletion::on_complete, cbdata);
   if (status == PMIX_OPERATION_SUCCEEDED) {
     CallCompletion::discard_callback_data(cbdata);

@@ -19,6 +19,7 @@ class PmixClientSession final : public Session {
   void put(std::string_view key, std::span<const std::byte> value) override;
   void commit() override;
   void fence(std::chrono::milliseconds timeout) override;
+  void fence_among(const std::vector<int>& ranks, std::chrono::milliseconds timeout) override;
   std::vector<std::byte> get(int rank, std::string_view key,
                              std::chrono::milliseconds timeout) override;
   const std::vector<std::byte>& job_secret() const override { return secret_; }
@@ -38,6 +39,7 @@ class PmixClientSession final : public Session {
   // "riseml: rank 2 of 4 on host n1 (nspace x): <what>: <PMIx status>"
   [[noreturn]] void fail(const std::string& what, pmix_status_t status) const;
   [[noreturn]] void fail(const std::string& what) const;
+  void fence_procs(const std::vector<pmix_proc_t>& procs, std::chrono::milliseconds timeout);
 
   pmix_proc_t self_{};
   bool initialized_ = false;

@@ -26,6 +26,12 @@ void SessionRendezvous::fence(std::chrono::milliseconds timeout) {
   session_->fence(timeout);
 }
 
+void SessionRendezvous::fence_among(const std::vector<int>& ranks,
+                                    std::chrono::milliseconds timeout) {
+  session_->commit();
+  session_->fence_among(ranks, timeout);
+}
+
 std::vector<std::byte> SessionRendezvous::get(int rank, std::string_view key,
                                               std::chrono::milliseconds) {
   return session_->get(rank, key, std::chrono::milliseconds(0));

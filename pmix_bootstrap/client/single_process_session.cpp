@@ -35,6 +35,12 @@ void SingleProcessSession::fence(std::chrono::milliseconds) {
   staged_.clear();
 }
 
+void SingleProcessSession::fence_among(const std::vector<int>& ranks,
+                                       std::chrono::milliseconds timeout) {
+  if (ranks != std::vector<int>{0}) fail("fence_among: this job has rank 0 only");
+  fence(timeout);
+}
+
 std::vector<std::byte> SingleProcessSession::get(int rank, std::string_view key,
                                                  std::chrono::milliseconds) {
   if (rank != 0) fail("get: rank " + std::to_string(rank) + " is not in this job of 1 rank");

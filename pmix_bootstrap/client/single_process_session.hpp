@@ -18,6 +18,7 @@ class SingleProcessSession final : public Session {
   void put(std::string_view key, std::span<const std::byte> value) override;
   void commit() override;
   void fence(std::chrono::milliseconds timeout) override;
+  void fence_among(const std::vector<int>& ranks, std::chrono::milliseconds timeout) override;
   std::vector<std::byte> get(int rank, std::string_view key,
                              std::chrono::milliseconds timeout) override;
   const std::vector<std::byte>& job_secret() const override { return secret_; }

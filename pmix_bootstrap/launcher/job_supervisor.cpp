@@ -18,6 +18,9 @@ namespace riseml::launch {
 
 namespace {
 
+// Elastic: how long the ranks still running may take to finish after the first one did.
+constexpr std::chrono::seconds kElasticFinishGrace(10);
+
 // Output that ends when all ranks are gone but something they started holds the pipe open.
 constexpr auto kDrainAfterLastRank = std::chrono::seconds(1);
 
@@ -196,7 +199,11 @@ void JobSupervisor::reap_ranks() {
     Rank* rank = find_rank(pid);
     if (rank == nullptr) continue;
     rank->running = false;
-    if (!is_failure(status)) continue;
+    if (!is_failure(status)) {
+      if (settings_.elastic && !elastic_finish_deadline_)
+        elastic_finish_deadline_ = Clock::now() + kElasticFinishGrace;
+      continue;
+    }
     RankFailure failure{rank->rank, pid, status, Clock::now()};
     if (!exit_code_) {
       unsettled_failures_.push_back(failure);
@@ -215,6 +222,12 @@ void JobSupervisor::settle_failures(bool now) {
   if (!now && !cause_is_settled(unsettled_failures_, Clock::now(), running_count() > 0)) return;
   std::vector<RankFailure> failures = blame_order(std::exchange(unsettled_failures_, {}));
   const RankFailure& cause = failures.front();
+  if (settings_.elastic && running_count() > 0) {
+    // The survivors go on without the failed ranks (hvd.elastic re-forms the world).
+    for (const RankFailure& f : failures)
+      say(failure_text(f) + "; elastic: the other " + ranks_text(running_count()) + " go on");
+    return;
+  }
   say(failure_text(cause) + "; " + others_text(running_count()));
   std::size_t named = std::min(failures.size(), 1 + kFailuresNamedBesidesTheCause);
   for (std::size_t i = 1; i < named; ++i) {
@@ -236,6 +249,12 @@ void JobSupervisor::handle_deadlines() {
     say("the job ran longer than --timeout " + seconds_text(*settings_.timeout) + "; stopping " +
         ranks_text(running_count()));
     stop_job(kTimeoutExitCode, SIGTERM);
+  }
+  if (elastic_finish_deadline_ && now >= *elastic_finish_deadline_ && running_count() > 0 &&
+      !exit_code_) {
+    say("elastic: a rank finished " + seconds_text(kElasticFinishGrace) + " ago; stopping " +
+        ranks_text(running_count()) + " still running (left out of the job by the others)");
+    stop_job(0, SIGTERM);
   }
   check_pmix_server(now);
   if (kill_deadline_ && !killed_ && now >= *kill_deadline_) {
@@ -283,6 +302,7 @@ int JobSupervisor::poll_timeout_ms() const {
   if (!unsettled_failures_.empty()) consider(unsettled_failures_.front().observed + kBlameWindow);
   if (kill_deadline_ && !killed_) consider(*kill_deadline_);
   if (drain_deadline_) consider(*drain_deadline_);
+  if (elastic_finish_deadline_ && !exit_code_) consider(*elastic_finish_deadline_);
   if (stall_watch_ != nullptr && !exit_code_) consider(stall_watch_->next_check(Clock::now()));
   if (!next) return -1;
   auto wait = std::chrono::ceil<std::chrono::milliseconds>(*next - Clock::now()).count();

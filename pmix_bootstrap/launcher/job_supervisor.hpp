@@ -25,6 +25,7 @@ namespace riseml::launch {
 
 struct SupervisorSettings {
   bool tag_output = false;
+  bool elastic = false;  // see LaunchOptions::elastic
   std::optional<std::chrono::milliseconds> timeout;
   std::chrono::milliseconds stop_grace = std::chrono::seconds(5);
   std::string hostname;  // for messages
@@ -105,6 +106,9 @@ class JobSupervisor {
   // Failures observed before the launcher stopped the job, in the order observed.
   std::vector<RankFailure> unsettled_failures_;
   std::optional<Clock::time_point> kill_deadline_;
+  // Elastic: when the ranks still running after one finished well are stopped (left out of
+  // the job by the survivors, e.g. a stopped one, they would never end).
+  std::optional<Clock::time_point> elastic_finish_deadline_;
   std::optional<Clock::time_point> drain_deadline_;
   bool killed_ = false;
   bool leftovers_killed_ = false;

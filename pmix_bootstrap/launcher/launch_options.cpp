@@ -43,6 +43,9 @@ std::variant<LaunchOptions, int> parse_launch_options(const std::vector<std::str
       ->check(CLI::Range(1, 4096));
   app.add_flag("--tag-output", options.tag_output,
                "prefix every output line with the rank that wrote it, as [rank]");
+  app.add_flag("--elastic", options.elastic,
+               "a failed rank does not stop the others (hvd.elastic re-forms the world without "
+               "it); the job fails only when every rank failed");
   app.add_option("--timeout", timeout_seconds,
                  "stop the job after this many seconds (exit status 124)")
       ->check(CLI::PositiveNumber);

@@ -14,6 +14,9 @@ namespace riseml::launch {
 struct LaunchOptions {
   int ranks = 0;
   bool tag_output = false;
+  // Elastic training: a rank that fails does not stop the others (they re-form their world);
+  // the job fails only when every rank failed.
+  bool elastic = false;
   std::optional<std::chrono::milliseconds> timeout;                // whole-job wall clock limit
   std::chrono::milliseconds stop_grace = std::chrono::seconds(5);  // SIGTERM -> SIGKILL
   std::vector<std::string> command;                                // program and its arguments

@@ -134,7 +134,9 @@ JobOutcome run_job(const LaunchOptions& options, const std::string& program, Pmi
   explicit_bzero(secret.data(), secret.size());  // PMIx keeps the only copy now
 
   JobSupervisor supervisor(
-      {options.tag_output, options.timeout, options.stop_grace, job->layout().hostname}, server,
+      {options.tag_output, options.elastic, options.timeout, options.stop_grace,
+       job->layout().hostname},
+      server,
       stall_watch);
   for (int rank = 0; rank < options.ranks; ++rank) {
     if (WakePipe::stop_signal_count() > 0) break;  // interrupted while starting: run() stops

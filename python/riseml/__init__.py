@@ -85,6 +85,13 @@ def init(comm=None, process_sets=None):
         _process_sets._setup(process_sets)
 
 
+def _init_elastic():
+    """init() for hvd.elastic's reset: after a failure that blamed a rank (dead or silent), the
+    survivors re-form the world without it, numbered anew (rank 0 is the lowest survivor)."""
+    _riseml.init(elastic=True)
+    _process_sets._setup(None)
+
+
 def shutdown():
     """Stops the engines on every rank (pending operations fail). init() may follow."""
     _riseml.shutdown()

@@ -213,11 +213,12 @@ PYBIND11_MODULE(_riseml, m) {
   using py::arg;
   // Blocking runtime calls release the GIL: other Python threads go on meanwhile.
   const auto unlocked = py::call_guard<py::gil_scoped_release>();
-  m.def("init", [] {
+  // elastic: after a failure that blamed a rank, re-form the world without it (hvd.elastic).
+  m.def("init", [](bool elastic) {
     if (!rt().initialized())  // the options are read when they are used
       rt().init({CommunicatorOptions::from_environment(),
-                 engine::EngineOptions::from_environment()});
-  }, unlocked);
+                 engine::EngineOptions::from_environment(), elastic});
+  }, arg("elastic") = false, unlocked);
   m.def("shutdown", [] { rt().shutdown(); }, unlocked);
   m.def("finalize", [] { rt().finalize(); }, unlocked);
   m.def("is_initialized", [] { return rt().initialized(); });

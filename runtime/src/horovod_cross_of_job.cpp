@@ -1,5 +1,6 @@
 #include "horovod_cross_of_job.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -41,7 +42,7 @@ CrossOfJob horovod_cross_of(std::span<const int> node_of_rank, const pmix::JobFa
   return {cross, ""};
 }
 
-CrossOfJob horovod_cross_of_job(engine::Engine& job, const pmix::JobFacts& facts) {
+CrossOfJob horovod_cross_of_job(engine::Engine& job, pmix::JobFacts& facts, bool regrouped) {
   const std::int32_t mine = facts.node_id;
   engine::Handle h = job.allgather("riseml.runtime.node_ids", &mine, {1}, DataType::int32);
   const auto& bytes = h.allgather_output();
@@ -50,6 +51,12 @@ CrossOfJob horovod_cross_of_job(engine::Engine& job, const pmix::JobFacts& facts
     std::int32_t node = 0;
     std::memcpy(&node, bytes.data() + r * sizeof node, sizeof node);
     node_of_rank[r] = node;
+  }
+  if (regrouped) {
+    // The world is a part of the job: this node's ranks in it are counted anew.
+    facts.local_rank = static_cast<int>(std::count(node_of_rank.begin(),
+                                                   node_of_rank.begin() + facts.rank, mine));
+    facts.local_size = static_cast<int>(std::count(node_of_rank.begin(), node_of_rank.end(), mine));
   }
   return horovod_cross_of(node_of_rank, facts);
 }

@@ -29,6 +29,8 @@ struct CrossOfJob {
 CrossOfJob horovod_cross_of(std::span<const int> node_of_rank, const pmix::JobFacts& facts);
 
 // Collective on the job's engine: gathers every rank's node id, then horovod_cross_of.
-CrossOfJob horovod_cross_of_job(engine::Engine& job, const pmix::JobFacts& facts);
+// `regrouped`: the world is a part of the job (elastic): facts.local_rank/local_size are set
+// from the gathered node ids.
+CrossOfJob horovod_cross_of_job(engine::Engine& job, pmix::JobFacts& facts, bool regrouped = false);
 
 }  // namespace riseml::runtime

@@ -5,6 +5,9 @@
 #include "process_set_registry.hpp"
 #include "rendezvous_prefix.hpp"
 
+#include <riseml/subset_rendezvous.hpp>
+
+#include <algorithm>
 #include <mutex>
 #include <numeric>
 #include <optional>
@@ -16,6 +19,11 @@ struct Runtime::State {
   // From the first init() to finalize(); init() after shutdown() reuses it.
   std::optional<JobBootstrap> job;
   int generation = 0;
+  // The job ranks in this world, in order (all of them unless an elastic init left some out),
+  // the rendezvous that serves it, and the job ranks failures blamed since the last init.
+  std::vector<int> members;
+  std::shared_ptr<Rendezvous> world;
+  std::vector<int> lost;
   RuntimeOptions options;  // the last init()'s, for the process sets
   HandleTable handles;
 
@@ -64,16 +72,38 @@ void Runtime::init(const RuntimeOptions& options) {
   if (!s.job) {
     s.job = s.start_bootstrap();
     s.generation = 0;
+    s.members.resize(static_cast<std::size_t>(s.job->facts.size));
+    std::iota(s.members.begin(), s.members.end(), 0);
+    s.world = s.job->rendezvous;
+    s.lost.clear();
   } else {
     ++s.generation;
+  }
+  if (options.elastic && !s.lost.empty()) {
+    std::erase_if(s.members, [&](int r) {
+      return std::find(s.lost.begin(), s.lost.end(), r) != s.lost.end();
+    });
+    s.lost.clear();
+    if (std::find(s.members.begin(), s.members.end(), s.job->facts.rank) == s.members.end())
+      throw CollectiveError(ErrorKind::aborted,
+                            "riseml: this rank was left out of the job by its peers (they found "
+                            "it dead or silent); it cannot rejoin");
+    s.world = std::make_shared<SubsetRendezvous>(*s.job->rendezvous, s.members,
+                                                 SubsetRendezvous::Fences::members);
   }
   s.options = options;
   CommunicatorOptions communicator = options.communicator;
   communicator.rendezvous_prefix = job_rendezvous_prefix(s.generation);
-  auto engine = std::make_shared<engine::Engine>(*s.job->rendezvous, communicator, options.engine);
-  CrossOfJob cross = horovod_cross_of_job(*engine, s.job->facts);
+  auto engine = std::make_shared<engine::Engine>(*s.world, communicator, options.engine);
+  pmix::JobFacts facts = s.job->facts;
+  const bool regrouped = static_cast<int>(s.members.size()) != facts.size;
+  if (regrouped) {
+    facts.rank = s.world->rank();
+    facts.size = s.world->size();
+  }
+  CrossOfJob cross = horovod_cross_of_job(*engine, facts, regrouped);
   std::lock_guard lock(s.mutex);
-  s.facts = s.job->facts;
+  s.facts = facts;
   s.cross = std::move(cross);
   s.engine = std::move(engine);
 }
@@ -88,6 +118,10 @@ void Runtime::shutdown() {
     engine = std::exchange(s.engine, nullptr);
     sets = s.sets.take_all();
   }
+  // A failure's culprit, as a job rank: an elastic init() leaves it out.
+  const int failed = engine->failed_rank();
+  if (failed >= 0 && static_cast<std::size_t>(failed) < s.members.size())
+    s.lost.push_back(s.members[static_cast<std::size_t>(failed)]);
   for (auto& [id, set] : sets)
     if (set->engine) set->engine->shutdown();
   engine->shutdown();
@@ -96,6 +130,9 @@ void Runtime::shutdown() {
 
 void Runtime::finalize() {
   shutdown();
+  // The world's rendezvous holds the bootstrap session too: both go, so PMIx is finalized.
+  state_->world.reset();
+  state_->members.clear();
   state_->job.reset();
 }
 
@@ -144,8 +181,7 @@ int Runtime::add_process_set(std::vector<int> ranks) {
   communicator.rendezvous_prefix = process_set_rendezvous_prefix(s.generation, id);
   engine::EngineOptions engine_options = s.options.engine;
   engine_options.timeline_path.clear();  // the job's engine writes the timeline
-  auto set = set_up_process_set(*s.job->rendezvous, rank, std::move(ranks), communicator,
-                                engine_options);
+  auto set = set_up_process_set(*s.world, rank, std::move(ranks), communicator, engine_options);
   std::lock_guard lock(s.mutex);
   s.sets.add(id, std::move(set));
   return id;

@@ -28,6 +28,7 @@ TEST(LaunchOptions, ProgramArgumentsAreLeftAlone) {
   LaunchOptions options = parse_ok({"-n", "4", "python3", "-u", "train.py", "--np", "9"});
   EXPECT_EQ(options.ranks, 4);
   EXPECT_FALSE(options.tag_output);
+  EXPECT_FALSE(options.elastic);
   EXPECT_FALSE(options.timeout);
   EXPECT_EQ(options.finalize_timeout.count(), 5000);
   ASSERT_TRUE(options.pmix_stall_timeout);
@@ -36,10 +37,11 @@ TEST(LaunchOptions, ProgramArgumentsAreLeftAlone) {
 }
 
 TEST(LaunchOptions, AllOptionsAndTheSeparator) {
-  LaunchOptions options = parse_ok({"--np", "2", "--tag-output", "--timeout", "1.5", "--stop-grace",
-                                    "0", "--finalize-timeout", "0.25", "--", "-weird"});
+  LaunchOptions options = parse_ok({"--np", "2", "--tag-output", "--elastic", "--timeout", "1.5",
+                                    "--stop-grace", "0", "--finalize-timeout", "0.25", "--", "-weird"});
   EXPECT_EQ(options.ranks, 2);
   EXPECT_TRUE(options.tag_output);
+  EXPECT_TRUE(options.elastic);
   ASSERT_TRUE(options.timeout);
   EXPECT_EQ(options.timeout->count(), 1500);
   EXPECT_EQ(options.stop_grace.count(), 0);

@@ -30,6 +30,14 @@ class Rendezvous {
   // Collective: every rank must call it. Returns once every rank's puts are visible to all.
   virtual void fence(std::chrono::milliseconds timeout) = 0;
 
+  // fence() among `ranks` only (sorted, distinct, this rank among them): the others do not
+  // take part, so the survivors of a job can meet without a rank that died (elastic training).
+  // A rendezvous that cannot throws RendezvousError unless `ranks` is every rank.
+  virtual void fence_among(const std::vector<int>& ranks, std::chrono::milliseconds timeout) {
+    if (static_cast<int>(ranks.size()) == size()) return fence(timeout);
+    throw RendezvousError("this rendezvous cannot fence a subset of the ranks");
+  }
+
   // The value `rank` put under `key` before the last fence. Throws RendezvousError when absent.
   virtual std::vector<std::byte> get(int rank, std::string_view key,
                                      std::chrono::milliseconds timeout) = 0;

@@ -54,6 +54,15 @@ void run_collective(Context& c, F&& body) {
   try {
     body();
   } catch (const CollectiveError& e) {
+    // A peer that closed its connection may have died or given up on another: a verdict that
+    // already arrived names the original culprit (the peer's abort frame can be lost with it).
+    if (e.kind() == ErrorKind::peer_failed)
+      if (WaitsFor* w = c.waits_for())
+        if (auto v = w->verdict_now(); v && v->culprit != e.culprit_rank()) {
+          CollectiveError original(ErrorKind::peer_failed, v->message, v->culprit);
+          c.fail(original);
+          throw original;
+        }
     if (e.kind() != ErrorKind::invalid_argument) c.fail(e);
     throw;
   } catch (const std::bad_alloc&) {

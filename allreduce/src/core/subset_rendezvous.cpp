@@ -5,8 +5,8 @@
 
 namespace riseml {
 
-SubsetRendezvous::SubsetRendezvous(Rendezvous& parent, std::vector<int> ranks)
-    : parent_(parent), ranks_(std::move(ranks)) {
+SubsetRendezvous::SubsetRendezvous(Rendezvous& parent, std::vector<int> ranks, Fences fences)
+    : parent_(parent), ranks_(std::move(ranks)), fences_(fences) {
   for (std::size_t i = 0; i < ranks_.size(); ++i) {
     if (ranks_[i] < 0 || ranks_[i] >= parent.size())
       throw RendezvousError("process set rank " + std::to_string(ranks_[i]) +
@@ -25,7 +25,23 @@ void SubsetRendezvous::put(std::string_view key, const std::vector<std::byte>& v
   parent_.put(key, value);
 }
 
-void SubsetRendezvous::fence(std::chrono::milliseconds timeout) { parent_.fence(timeout); }
+void SubsetRendezvous::fence(std::chrono::milliseconds timeout) {
+  if (fences_ == Fences::members)
+    parent_.fence_among(ranks_, timeout);
+  else
+    parent_.fence(timeout);
+}
+
+void SubsetRendezvous::fence_among(const std::vector<int>& ranks,
+                                   std::chrono::milliseconds timeout) {
+  std::vector<int> parents;
+  for (int r : ranks) {
+    if (r < 0 || r >= size())
+      throw RendezvousError("fence_among: the process set has no rank " + std::to_string(r));
+    parents.push_back(ranks_[static_cast<std::size_t>(r)]);
+  }
+  parent_.fence_among(parents, timeout);
+}
 
 std::vector<std::byte> SubsetRendezvous::get(int rank, std::string_view key,
                                              std::chrono::milliseconds timeout) {

@@ -285,6 +285,11 @@ Verdict WaitsFor::resolve(int first, const PeerLinks& links, const std::string& 
   return blame(first, "");
 }
 
+std::optional<Verdict> WaitsFor::verdict_now() {
+  drain(-1);
+  return verdict_;
+}
+
 void WaitsFor::announce(const Verdict& v) noexcept {
   if (fd_ < 0 || v.culprit < 0) return;
   for (int r = 0; r < static_cast<int>(addresses_.size()); ++r) {

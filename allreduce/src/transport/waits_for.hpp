@@ -59,6 +59,8 @@ class WaitsFor {
   // it"): follows the waits and returns whom to blame.
   Verdict resolve(int peer, const PeerLinks& links, const std::string& call,
                   const std::string& direction);
+  // A verdict another rank announced, if one arrived (reads what is there, never waits).
+  std::optional<Verdict> verdict_now();
   // Tells every rank reached by UDP (best effort, never blocks).
   void announce(const Verdict& v) noexcept;
 

@@ -229,9 +229,10 @@ class TorchState(ObjectState):
 
 
 def _reset():
-    from riseml.torch import init, shutdown
-    shutdown()
-    init()
+    # The survivors of a failure re-form the world without the rank it blamed.
+    import riseml
+    riseml.shutdown()
+    riseml._init_elastic()
 
 
 def run(func):

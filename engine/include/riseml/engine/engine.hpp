@@ -145,6 +145,9 @@ class Engine {
 
   // Set once the engine failed (a collective failed on every rank) or shut down.
   bool stopped() const;
+  // The rank its failure blamed (a dead or silent peer), -1 when it did not fail or no rank was
+  // to blame. Elastic training leaves that rank out when it re-forms the world.
+  int failed_rank() const;
 
  private:
   std::unique_ptr<EngineLoop> loop_;

@@ -30,6 +30,8 @@ class Session {
   // Collective over the whole job, collecting every rank's committed data. Throws when not every
   // rank arrives within `timeout`.
   virtual void fence(std::chrono::milliseconds timeout) = 0;
+  // The same among `ranks` only (sorted, this rank among them); the others take no part.
+  virtual void fence_among(const std::vector<int>& ranks, std::chrono::milliseconds timeout) = 0;
 
   // The value `rank` put under `key`. What a fence delivered is returned at once; otherwise
   // this waits up to `timeout` for `rank` to commit it (a zero timeout does not wait), then

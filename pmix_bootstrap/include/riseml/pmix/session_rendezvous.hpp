@@ -17,6 +17,7 @@ class SessionRendezvous : public Rendezvous {
   void put(std::string_view key, const std::vector<std::byte>& value) override;
   // Commits this rank's puts first, so a put is visible after the next fence as promised.
   void fence(std::chrono::milliseconds timeout) override;
+  void fence_among(const std::vector<int>& ranks, std::chrono::milliseconds timeout) override;
   // Every rank's values arrived with the fence, so nothing is waited for: a key that was not
   // put before the last fence is an error at once.
   std::vector<std::byte> get(int rank, std::string_view key,

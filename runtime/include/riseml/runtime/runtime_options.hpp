@@ -14,6 +14,11 @@ struct RuntimeOptions {
   CommunicatorOptions communicator;
   // For the job's engine and every process set's; only the job's engine writes the timeline.
   engine::EngineOptions engine;
+  // Elastic training: an init() after a failure that blamed a rank (a dead or silent one)
+  // re-forms the world without it: the survivors, numbered anew in their old order, meet
+  // among themselves (they do not wait for the lost rank). Off: init() always takes the whole
+  // job, as the launcher started it.
+  bool elastic = false;
 };
 
 }  // namespace riseml::runtime
