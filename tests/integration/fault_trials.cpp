@@ -5,9 +5,12 @@
 // element against the exact expected bytes, so a call that "succeeds" with wrong data is seen.
 //
 // Modes: shm and tcp (one host), hierarchical (two pretend hosts: shared memory inside, TCP
-// between), engine (the background engine with fused tensors, on two pretend hosts).
+// between), engine (the background engine with fused tensors, on two pretend hosts), elastic
+// (two pretend hosts, 4-5 ranks, two ranks killed one after the other: after each death the
+// survivors re-form their world without the rank their error blamed, as elastic training does,
+// and go on; every result of every world is checked).
 //
-//   riseml-fault-trials [--trials N] [--modes shm,tcp,hierarchical,engine] [--fault kill|stop]
+//   riseml-fault-trials [--trials N] [--modes shm,tcp,hierarchical,engine,elastic] [--fault kill|stop]
 //                       [--min-ranks 3] [--max-ranks 4] [--timeout-s 5] [--seed S] [--verbose]
 //
 // A trial passes when every survivor exits within the timeout (plus slack) with an error that
@@ -19,6 +22,7 @@
 #include <unistd.h>
 
 #include <riseml/communicator.hpp>
+#include <riseml/subset_rendezvous.hpp>
 #include <riseml/engine/engine.hpp>
 
 #include <algorithm>
@@ -26,6 +30,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <map>
 #include <random>
@@ -33,6 +38,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "file_rendezvous.hpp"
@@ -50,7 +56,7 @@ using riseml::DataType;
 using riseml::ReduceOp;
 using riseml::TransportChoice;
 
-enum class Mode { shm, tcp, hierarchical, engine };
+enum class Mode { shm, tcp, hierarchical, engine, elastic };
 
 const char* mode_name(Mode m) {
   switch (m) {
@@ -58,6 +64,7 @@ const char* mode_name(Mode m) {
     case Mode::tcp: return "tcp";
     case Mode::hierarchical: return "hierarchical";
     case Mode::engine: return "engine";
+    case Mode::elastic: return "elastic";
   }
   return "?";
 }
@@ -104,13 +111,14 @@ Step draw_step(std::mt19937_64& rng, int size, Mode mode) {
   return s;
 }
 
-// Runs steps until a collective fails; returns a description of the first wrong element, or
-// throws the CollectiveError.
-std::string run_steps(Communicator& comm, Mode mode, std::uint64_t seed) {
+// Runs steps until a collective fails (or `steps` are done: ""); returns a description of the
+// first wrong element, or throws the CollectiveError.
+std::string run_steps(Communicator& comm, Mode mode, std::uint64_t seed,
+                      std::uint64_t steps = ~std::uint64_t{0}) {
   const int rank = comm.rank(), size = comm.size();
   std::mt19937_64 rng(seed);
   std::vector<float> in, out;
-  for (std::uint64_t step = 0;; ++step) {
+  for (std::uint64_t step = 0; step < steps; ++step) {
     const Step s = draw_step(rng, size, mode);
     auto check = [&](std::size_t n, auto expected) -> std::string {
       std::size_t wrong = 0, first = 0;
@@ -179,6 +187,43 @@ std::string run_steps(Communicator& comm, Mode mode, std::uint64_t seed) {
     }
     if (!bad.empty()) return bad;
   }
+  return "";
+}
+
+// Elastic mode: worlds one after the other. After a failure the survivors leave out the rank
+// the error blamed (the same on every survivor, or their fences would not meet) and go on in
+// a world numbered anew; after `failures` failures the last world runs a few steps and ends.
+// Writes gen<g>.<rank> when world g is set up, error<g>/culprit<g> (a job rank) when it failed.
+int run_elastic(riseml::test::FileRendezvous& job, CommunicatorOptions o, int rank, int n,
+                std::uint64_t seed, int failures, const std::function<void(const std::string&,
+                                                                           const std::string&)>& write) {
+  std::vector<int> members(static_cast<std::size_t>(n));
+  for (int r = 0; r < n; ++r) members[static_cast<std::size_t>(r)] = r;
+  for (int generation = 0;; ++generation) {
+    riseml::SubsetRendezvous world(job, members, riseml::SubsetRendezvous::Fences::members);
+    o.rendezvous_prefix = "g" + std::to_string(generation);
+    Communicator comm(world, o);
+    write("gen" + std::to_string(generation), "ready\n");
+    try {
+      const std::string bad =
+          run_steps(comm, Mode::elastic, seed + static_cast<std::uint64_t>(generation),
+                    generation == failures ? 30 : ~std::uint64_t{0});
+      if (!bad.empty()) {
+        write("wrong", "world " + std::to_string(generation) + ": " + bad);
+        return 4;
+      }
+      write("done", "done\n");
+      return 0;
+    } catch (const CollectiveError& e) {
+      const int culprit = e.culprit_rank();
+      const int job_culprit =
+          culprit >= 0 && culprit < comm.size() ? members[static_cast<std::size_t>(culprit)] : -1;
+      write("error" + std::to_string(generation), e.what());
+      write("culprit" + std::to_string(generation), std::to_string(job_culprit));
+      if (job_culprit < 0 || job_culprit == rank) return 5;
+      std::erase(members, job_culprit);
+    }
+  }
 }
 
 // The engine's way: each step a batch of named tensors, enqueued one by one, fused by the
@@ -235,8 +280,15 @@ std::string run_engine_steps(riseml::engine::Engine& engine, std::uint64_t seed)
                   : mode == Mode::tcp ? TransportChoice::tcp
                                       : TransportChoice::automatic;
     // Two pretend hosts: shared memory inside each, TCP between them.
-    if (mode == Mode::hierarchical || mode == Mode::engine)
+    if (mode == Mode::hierarchical || mode == Mode::engine || mode == Mode::elastic)
       o.host_key = "host-" + std::to_string(rank * 2 / n);
+    if (mode == Mode::elastic) {
+      write("ready", "ready\n");
+      _exit(run_elastic(rendezvous, o, rank, n, seed, 2,
+                        [&](const std::string& what, const std::string& text) {
+                          write(what.c_str(), text);
+                        }));
+    }
     std::unique_ptr<Communicator> comm;
     std::unique_ptr<riseml::engine::Engine> engine;
     if (mode == Mode::engine) {
@@ -397,6 +449,124 @@ bool run_trial(Mode mode, bool stop, int ranks, std::chrono::milliseconds timeou
   return ok;
 }
 
+// Elastic: 4-5 ranks; a random one killed (or stopped) once world 0 runs, another once the
+// survivors' world 1 runs. Every survivor must blame each victim in turn (so their worlds
+// meet), never return wrong data, and finish its third world.
+bool run_elastic_trial(bool stop, int ranks, std::chrono::milliseconds timeout,
+                       std::mt19937_64& rng, int trial, bool verbose, Tally& tally) {
+  char templ[] = "/tmp/riseml-fault-XXXXXX";
+  if (!::mkdtemp(templ)) {
+    std::perror("mkdtemp");
+    std::exit(2);
+  }
+  const fs::path dir = templ;
+  const std::uint64_t seed = rng();
+  std::vector<pid_t> pids;
+  for (int r = 0; r < ranks; ++r) {
+    const pid_t pid = ::fork();
+    if (pid < 0) {
+      std::perror("fork");
+      std::exit(2);
+    }
+    if (pid == 0) run_rank(dir, r, ranks, Mode::elastic, 1, timeout, seed);
+    pids.push_back(pid);
+  }
+  std::vector<pid_t> victims_pids;
+  auto end_all = [&] {
+    for (pid_t p : pids)
+      if (p > 0) ::kill(p, SIGKILL);
+    for (pid_t p : victims_pids) ::kill(p, SIGKILL);
+    for (pid_t p : pids)
+      if (p > 0) ::waitpid(p, nullptr, 0);
+    for (pid_t p : victims_pids) ::waitpid(p, nullptr, 0);
+    fs::remove_all(dir);
+  };
+  const std::string what = "elastic trial " + std::to_string(trial) + " (" + std::to_string(ranks) +
+                           " ranks, seed " + std::to_string(seed) + ")";
+  std::vector<int> alive(static_cast<std::size_t>(ranks)), victims;
+  for (int r = 0; r < ranks; ++r) alive[static_cast<std::size_t>(r)] = r;
+  // Waits until every rank alive runs world `g` (or one of them ended: then it failed).
+  auto wait_world = [&](int g) {
+    const auto until = Clock::now() + timeout + 15s;
+    for (int r : alive)
+      while (!fs::exists(dir / ("gen" + std::to_string(g) + "." + std::to_string(r)))) {
+        if (Clock::now() > until || ::waitpid(pids[static_cast<std::size_t>(r)], nullptr, WNOHANG) != 0) {
+          std::printf("%s: rank %d did not reach world %d: %s%s\n", what.c_str(), r, g,
+                      slurp(dir / ("setup." + std::to_string(r))).c_str(),
+                      slurp(dir / ("error" + std::to_string(g - 1) + "." + std::to_string(r))).c_str());
+          return false;
+        }
+        std::this_thread::sleep_for(1ms);
+      }
+    return true;
+  };
+  ++tally.trials;
+  for (int g = 0; g < 2; ++g) {
+    if (!wait_world(g)) {
+      ++tally.setup;
+      end_all();
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(rng() % 300000));
+    const int victim = alive[rng() % alive.size()];
+    victims.push_back(victim);
+    const pid_t pid = std::exchange(pids[static_cast<std::size_t>(victim)], -1);
+    ::kill(pid, stop ? SIGSTOP : SIGKILL);
+    victims_pids.push_back(pid);
+    std::erase(alive, victim);
+  }
+  bool ok = true;
+  const auto last_kill = Clock::now();
+  for (int r : alive) {
+    pid_t& p = pids[static_cast<std::size_t>(r)];
+    ++tally.survivors;
+    int status = 0;
+    bool hung = false;
+    while (::waitpid(p, &status, WNOHANG) == 0) {
+      if (Clock::now() - last_kill > timeout + 20s) {
+        hung = true;
+        break;
+      }
+      std::this_thread::sleep_for(1ms);
+    }
+    const std::string tag = what + ", victims " + std::to_string(victims[0]) + " then " +
+                            std::to_string(victims[1]) + ": rank " + std::to_string(r);
+    if (hung) {
+      ++tally.hangs;
+      std::printf("%s HUNG\n", tag.c_str());
+      ok = false;
+      continue;
+    }
+    p = -1;
+    tally.detect_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - last_kill).count());
+    if (fs::exists(dir / ("wrong." + std::to_string(r)))) {
+      ++tally.wrong;
+      std::printf("%s returned WRONG DATA: %s\n", tag.c_str(), slurp(dir / ("wrong." + std::to_string(r))).c_str());
+      ok = false;
+      continue;
+    }
+    for (int g = 0; g < 2; ++g) {
+      const std::string culprit = slurp(dir / ("culprit" + std::to_string(g) + "." + std::to_string(r)));
+      if (culprit != std::to_string(victims[static_cast<std::size_t>(g)])) {
+        ++tally.unnamed;
+        std::printf("%s: world %d blamed %s: %s\n", tag.c_str(), g, culprit.c_str(),
+                    slurp(dir / ("error" + std::to_string(g) + "." + std::to_string(r))).c_str());
+        ok = false;
+      } else if (verbose) {
+        std::printf("%s: world %d: %s\n", tag.c_str(), g,
+                    slurp(dir / ("error" + std::to_string(g) + "." + std::to_string(r))).c_str());
+      }
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !fs::exists(dir / ("done." + std::to_string(r)))) {
+      ++tally.bad_exit;
+      std::printf("%s ended with status %d without finishing world 2\n", tag.c_str(), status);
+      ok = false;
+    }
+  }
+  end_all();
+  return ok;
+}
+
 double percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -406,7 +576,7 @@ double percentile(std::vector<double> v, double p) {
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
                "riseml-fault-trials: %s\nusage: riseml-fault-trials [--trials N] [--modes "
-               "shm,tcp,hierarchical,engine] [--fault kill|stop] [--min-ranks K] [--max-ranks K] [--timeout-s S] [--seed S] "
+               "shm,tcp,hierarchical,engine,elastic] [--fault kill|stop] [--min-ranks K] [--max-ranks K] [--timeout-s S] [--seed S] "
                "[--verbose]\n",
                why);
   std::exit(2);
@@ -446,6 +616,7 @@ int main(int argc, char** argv) {
           else if (m == "tcp") modes.push_back(Mode::tcp);
           else if (m == "hierarchical") modes.push_back(Mode::hierarchical);
           else if (m == "engine") modes.push_back(Mode::engine);
+          else if (m == "elastic") modes.push_back(Mode::elastic);
           else usage(("unknown mode " + m).c_str());
         }
       } else usage(("unknown option " + a).c_str());
@@ -466,7 +637,11 @@ int main(int argc, char** argv) {
     Tally& t = tallies[m];
     for (int i = 0; i < trials; ++i) {
       const int ranks = min_ranks + static_cast<int>(rng() % static_cast<std::uint64_t>(max_ranks - min_ranks + 1));
-      if (!run_trial(m, stop, ranks, timeout, rng, i, verbose, t)) all_ok = false;
+      const bool passed =
+          m == Mode::elastic
+              ? run_elastic_trial(stop, std::max(ranks, 4), timeout, rng, i, verbose, t)
+              : run_trial(m, stop, ranks, timeout, rng, i, verbose, t);
+      if (!passed) all_ok = false;
       std::fflush(stdout);
     }
   }

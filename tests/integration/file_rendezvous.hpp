@@ -1,6 +1,7 @@
 // A rendezvous over files in one directory, for processes a test forks itself (the fault tests
 // need ranks no launcher will tear down when one of them is killed). put writes key.rank
-// atomically (rename), fence makes every rank create fence.<n>.<rank> and waits for all.
+// atomically (rename), fence makes every rank create fence.<n>.<rank> and waits for all;
+// fence_among does the same among some ranks (files named after the member list).
 #pragma once
 
 #include <riseml/rendezvous.hpp>
@@ -9,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <string>
 #include <thread>
 
@@ -33,15 +35,15 @@ class FileRendezvous : public Rendezvous {
   }
 
   void fence(std::chrono::milliseconds timeout) override {
-    const int n = fences_++;
-    std::ofstream(dir_ / ("fence." + std::to_string(n) + "." + std::to_string(rank_)));
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    for (int r = 0; r < size_; ++r)
-      while (!std::filesystem::exists(dir_ / ("fence." + std::to_string(n) + "." + std::to_string(r)))) {
-        if (std::chrono::steady_clock::now() > deadline)
-          throw RendezvousError("file fence: rank " + std::to_string(r) + " did not arrive");
-        std::this_thread::sleep_for(std::chrono::milliseconds(2));
-      }
+    std::vector<int> all(static_cast<std::size_t>(size_));
+    for (int r = 0; r < size_; ++r) all[static_cast<std::size_t>(r)] = r;
+    wait_for("fence." + std::to_string(fences_++), all, timeout);
+  }
+
+  void fence_among(const std::vector<int>& ranks, std::chrono::milliseconds timeout) override {
+    std::string set;
+    for (int r : ranks) set += "_" + std::to_string(r);
+    wait_for("among" + set + "." + std::to_string(subset_fences_[set]++), ranks, timeout);
   }
 
   std::vector<std::byte> get(int rank, std::string_view key, std::chrono::milliseconds) override {
@@ -67,9 +69,22 @@ class FileRendezvous : public Rendezvous {
     return dir_ / (k + "." + std::to_string(rank));
   }
 
+  void wait_for(const std::string& name, const std::vector<int>& ranks,
+                std::chrono::milliseconds timeout) {
+    std::ofstream(dir_ / (name + "." + std::to_string(rank_)));
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (int r : ranks)
+      while (!std::filesystem::exists(dir_ / (name + "." + std::to_string(r)))) {
+        if (std::chrono::steady_clock::now() > deadline)
+          throw RendezvousError("file fence: rank " + std::to_string(r) + " did not arrive");
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
+  }
+
   std::filesystem::path dir_;
   int rank_, size_;
   int fences_ = 0;
+  std::map<std::string, int> subset_fences_;
 };
 
 }  // namespace riseml::test
