@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "elastic_driver.hpp"
 #include "parameter_sweep.hpp"
 
 namespace riseml {
@@ -47,7 +48,27 @@ TaskGroup distributed_group(const std::string& role, long long count, const Reso
   return g;
 }
 
-void plan_horovod(const TrainSection& train, JobLayout& layout, Diagnostics& diags) {
+// --nodes asks for every node the job may use; the driver starts the workers on some of them.
+void plan_elastic(const HorovodSpec& h, const SiteConfig& site, TaskGroup& g, JobLayout& layout) {
+  const ElasticSpec& e = *h.elastic;
+  g.nodes = e.max_workers;
+  layout.elastic = ElasticPlan{.workers = h.workers,
+                               .min_workers = e.min_workers,
+                               .max_workers = e.max_workers,
+                               .driver = elastic_driver_command(site.riseml_command)};
+  if (const long long spares = e.max_workers - h.workers; spares > 0) {
+    layout.notes.push_back("max_workers " + std::to_string(e.max_workers) + ": " +
+                           std::to_string(spares) + " spare node(s) requested up front stay "
+                           "idle; riseml-elastic does not yet take them into a running job");
+  }
+  if (!elastic_driver_beside(site.riseml_command)) {
+    layout.notes.push_back("the site's riseml: (" + site.riseml_command +
+                           ") is not a path to riseml, so riseml-elastic is taken from PATH");
+  }
+}
+
+void plan_horovod(const TrainSection& train, const SiteConfig& site, JobLayout& layout,
+                  Diagnostics& diags) {
   const HorovodSpec& h = *train.horovod;
   const long long gpus = train.resources.gpus.value_or(0);
   const long long processes = h.processes.value_or(gpus > 0 ? gpus : 1);
@@ -71,6 +92,7 @@ void plan_horovod(const TrainSection& train, JobLayout& layout, Diagnostics& dia
                            " whole CPU(s) per process");
   }
   if (train.resources.mem_mb) g.mem_per_node_mb = whole_mb(*train.resources.mem_mb);
+  if (h.elastic) plan_elastic(h, site, g, layout);
   layout.kind = JobKind::horovod;
   layout.groups.push_back(g);
 }
@@ -153,7 +175,7 @@ std::optional<JobLayout> plan_layout(const JobFile& job, const SiteConfig& site,
   }
 
   if (train.horovod) {
-    plan_horovod(train, layout, diags);
+    plan_horovod(train, site, layout, diags);
   } else if (train.distributed) {
     plan_distributed(train, layout, diags);
   } else {

@@ -18,13 +18,22 @@ enum class JobKind { single, horovod, distributed };
 struct TaskGroup {
   std::string role;                     // "", or master / ps / worker
   long long ntasks = 1;
-  std::optional<long long> nodes;       // horovod: exactly the worker count
+  std::optional<long long> nodes;       // horovod: the worker count (elastic: max_workers)
   std::optional<long long> ntasks_per_node;
   long long gpus_per_node = 0;          // horovod and single jobs
   long long gpus_per_task = 0;          // distributed roles
   long long cpus_per_task = 1;
   std::optional<long long> mem_per_node_mb;
   std::optional<long long> mem_per_cpu_mb;
+};
+
+// Elastic Horovod (horovod.elastic): the group's nodes are max_workers; riseml-elastic starts
+// `workers` of them and the job goes on while min_workers nodes remain.
+struct ElasticPlan {
+  long long workers = 1;
+  long long min_workers = 1;
+  long long max_workers = 1;
+  std::string driver;  // the riseml-elastic command (elastic_driver.hpp)
 };
 
 struct JobLayout {
@@ -35,6 +44,7 @@ struct JobLayout {
   std::vector<std::pair<std::string, long long>> roles;
   size_t array_size = 1;  // parameter combinations; >1 makes a job array
   std::optional<long long> array_throttle;
+  std::optional<ElasticPlan> elastic;
   std::vector<std::string> notes;  // why a number is what it is; become script comments
 };
 

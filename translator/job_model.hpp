@@ -19,10 +19,19 @@ struct Resources {
   Location where;
 };
 
-// horovod: workers: C, or {count: C, processes: P}
+// horovod.elastic: the job goes on when worker nodes fail, inside one allocation.
+// Counts are nodes, as workers are.
+struct ElasticSpec {
+  long long min_workers = 1;  // fewer nodes left than this: the job ends
+  long long max_workers = 1;  // nodes requested up front: the workers started plus spares
+  Location where;
+};
+
+// horovod: workers: C, or {count: C, processes: P}; elastic: true or {min_workers, max_workers}
 struct HorovodSpec {
   long long workers = 1;
   std::optional<long long> processes;
+  std::optional<ElasticSpec> elastic;
   Location where;
 };
 

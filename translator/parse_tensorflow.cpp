@@ -9,13 +9,46 @@ namespace {
 const std::string kSection = "train.tensorflow";
 }  // namespace
 
+namespace {
+
+// horovod.workers: C or {count: C, processes: P}, into `spec`; false after reporting errors.
+bool parse_workers(YamlReader& r, const YAML::Node& node, const std::string& path,
+                   HorovodSpec& spec) {
+  const YAML::Node workers = node["workers"];
+  const std::string wpath = join_key(path, "workers");
+  if (!workers) {
+    r.warning(node, wpath, "not given: one worker; write e.g. workers: 2");
+    return true;
+  }
+  if (workers.IsMap()) {
+    r.check_keys(workers, wpath, {"count", "processes"});
+    if (auto c = workers["count"]) {
+      auto v = r.integer(c, join_key(wpath, "count"), 1, "count: 2");
+      if (!v) return false;
+      spec.workers = *v;
+    }
+    if (auto p = workers["processes"]; p && !p.IsNull()) {
+      auto v = r.integer(p, join_key(wpath, "processes"), 1, "processes: 4");
+      if (!v) return false;
+      spec.processes = *v;
+    }
+    return true;
+  }
+  auto v = r.integer(workers, wpath, 1, "workers: 2 (or workers: {count: 2, processes: 4})");
+  if (!v) return false;
+  spec.workers = *v;
+  return true;
+}
+
+}  // namespace
+
 std::optional<HorovodSpec> parse_horovod(YamlReader& r, const YAML::Node& node,
                                          const std::string& path) {
   HorovodSpec spec;
   spec.where = r.where(node);
   if (node.IsNull()) return spec;  // horovod: with nothing = one worker
   if (!r.expect_map(node, path, "horovod: {workers: 2}")) return std::nullopt;
-  r.check_keys(node, path, {"workers", "version", "processes"});
+  r.check_keys(node, path, {"workers", "version", "processes", "elastic"});
   if (auto p = node["processes"]) {
     std::string count = node["workers"] && node["workers"].IsScalar() ? node["workers"].Scalar() : "N";
     r.error(p, join_key(path, "processes"),
@@ -27,29 +60,16 @@ std::optional<HorovodSpec> parse_horovod(YamlReader& r, const YAML::Node& node,
     r.warning(v, join_key(path, "version"),
               "ignored: the Horovod-compatible library comes with riseml; the site decides images");
   }
-  const YAML::Node workers = node["workers"];
-  const std::string wpath = join_key(path, "workers");
-  if (!workers) {
-    r.warning(node, wpath, "not given: one worker; write e.g. workers: 2");
-    return spec;
+  const bool workers_ok = parse_workers(r, node, path, spec);
+  // elastic is checked even when workers is wrong, so one pass reports both.
+  for (const auto& kv : node) {
+    if (!kv.first.IsScalar() || kv.first.Scalar() != "elastic") continue;
+    if (!parse_elastic(r, kv.first, kv.second, join_key(path, "elastic"),
+                       workers_ok ? std::optional<long long>(spec.workers) : std::nullopt,
+                       spec.elastic))
+      return std::nullopt;
   }
-  if (workers.IsMap()) {
-    r.check_keys(workers, wpath, {"count", "processes"});
-    if (auto c = workers["count"]) {
-      auto v = r.integer(c, join_key(wpath, "count"), 1, "count: 2");
-      if (!v) return std::nullopt;
-      spec.workers = *v;
-    }
-    if (auto p = workers["processes"]; p && !p.IsNull()) {
-      auto v = r.integer(p, join_key(wpath, "processes"), 1, "processes: 4");
-      if (!v) return std::nullopt;
-      spec.processes = *v;
-    }
-    return spec;
-  }
-  auto v = r.integer(workers, wpath, 1, "workers: 2 (or workers: {count: 2, processes: 4})");
-  if (!v) return std::nullopt;
-  spec.workers = *v;
+  if (!workers_ok) return std::nullopt;
   return spec;
 }
 
@@ -58,7 +78,11 @@ void parse_torch_distributed(YamlReader& r, const YAML::Node& node, TrainSection
   if (!node.IsNull() && !r.expect_map(node, path, "torch_distributed: {workers: 2}")) return;
   std::string backend = "riseml";
   if (node.IsMap()) {
-    r.check_keys(node, path, {"workers", "backend"});
+    r.check_keys(node, path, {"workers", "backend", "elastic"});
+    if (auto e = node["elastic"]) {
+      refuse_elastic(r, e, join_key(path, "elastic"), "torch.distributed workers");
+      return;
+    }
     if (auto b = node["backend"]) {
       const auto name = r.string(b, join_key(path, "backend"));
       if (!name) return;
@@ -115,12 +139,20 @@ void parse_distributed_map(YamlReader& r, const YAML::Node& node, const std::str
   // RiseML docs of 2018-02 briefly spelt Horovod as a kind of distribution.
   const YAML::Node type = node["type"];
   if (type && type.IsScalar() && type.Scalar() == "horovod") {
-    r.check_keys(node, path, {"type", "worker", "workers"});
+    r.check_keys(node, path, {"type", "worker", "workers", "elastic"});
+    if (auto e = node["elastic"]) {
+      // Our own key: read in our spelling only, not in this old one.
+      r.error(e, join_key(path, "elastic"),
+              "elastic is read under horovod: only: write horovod: {workers: N, elastic: ...} "
+              "under tensorflow instead of distributed: {type: horovod}");
+      return;
+    }
     YAML::Node count = node["workers"] ? node["workers"] : node["worker"];
     std::string n = count && count.IsScalar() ? count.Scalar() : "N";
     r.warning(node, path,
               "distributed: {type: horovod} is an old spelling: write horovod: {workers: " + n + "}");
-    HorovodSpec spec{.workers = 1, .processes = std::nullopt, .where = r.where(node)};
+    HorovodSpec spec{
+        .workers = 1, .processes = std::nullopt, .elastic = std::nullopt, .where = r.where(node)};
     if (count) {
       if (auto v = r.integer(count, join_key(path, node["workers"] ? "workers" : "worker"), 1,
                              "workers: 2"))
@@ -144,7 +176,11 @@ void parse_distributed_map(YamlReader& r, const YAML::Node& node, const std::str
     train.horovod = parse_horovod(r, h, join_key(path, "horovod"));
     return;
   }
-  r.check_keys(node, path, {"ps", "worker", "master"});
+  r.check_keys(node, path, {"ps", "worker", "master", "elastic"});
+  if (auto e = node["elastic"]) {
+    refuse_elastic(r, e, join_key(path, "elastic"), "parameter-server TensorFlow");
+    return;
+  }
   DistributedSpec spec;
   spec.where = r.where(node);
   bool ok = true;

@@ -75,10 +75,14 @@ class ScriptWriter {
         break;
       case JobKind::horovod:
         s = train_.torch_backend ? "torch.distributed (backend " + *train_.torch_backend + "), "
+            : l.elastic          ? "elastic Horovod data-parallel, "
                                  : "Horovod data-parallel, ";
-        s += std::to_string(*g.nodes) + " node(s) x " +
+        s += std::to_string(l.elastic ? l.elastic->workers : *g.nodes) + " node(s) x " +
             std::to_string(*g.ntasks_per_node) + " process(es)";
         if (g.gpus_per_node) s += ", " + std::to_string(g.gpus_per_node) + " GPU(s) per node";
+        if (l.elastic)
+          s += ", going on with at least " + std::to_string(l.elastic->min_workers) +
+               " node(s), " + std::to_string(l.elastic->max_workers) + " requested";
         break;
       case JobKind::distributed:
         s = "distributed TensorFlow: 1 master, " + std::to_string(l.roles[1].second) + " ps, " +
@@ -110,7 +114,14 @@ class ScriptWriter {
   void option(const std::string& text) { out_ << "#SBATCH " << printable(text) << '\n'; }
 
   void group_options(const TaskGroup& g) {
+    if (const auto& e = in_.layout.elastic) {
+      comment("Elastic: --nodes is max_workers (" + std::to_string(e->workers) + " workers + " +
+              std::to_string(e->max_workers - e->workers) +
+              " spare); --no-kill keeps the allocation when a node fails: the job goes on while " +
+              std::to_string(e->min_workers) + " node(s) remain.");
+    }
     if (g.nodes) option("--nodes=" + std::to_string(*g.nodes));
+    if (in_.layout.elastic) option("--no-kill");
     if (g.ntasks_per_node) {
       option("--ntasks-per-node=" + std::to_string(*g.ntasks_per_node));
     } else {
@@ -260,14 +271,22 @@ class ScriptWriter {
     return in_.environment.container_image ? " \"${riseml_container[@]}\"" : "";
   }
 
+  // pyxis's srun options, as shell words (the mounts expand when the job runs).
+  std::vector<std::string> container_words() const {
+    if (!in_.environment.container_image) return {};
+    return {"--container-image=" + shell_quote(*in_.environment.container_image),
+            "--container-name=riseml",
+            "--container-mounts=\"${SLURM_SUBMIT_DIR},${OUTPUT_DIR},${OUTPUT_DIR}:/output\"",
+            "--container-workdir=\"${SLURM_SUBMIT_DIR}\""};
+  }
+
   void container() {
-    if (!in_.environment.container_image) return;
+    const auto words = container_words();
+    if (words.empty()) return;
     out_ << "\n# Steps run in the image through pyxis; install and run steps on a node share the\n"
             "# container. The submit folder and OUTPUT_DIR are mounted (OUTPUT_DIR also at /output).\n"
-         << "riseml_container=(--container-image=" << shell_quote(*in_.environment.container_image)
-         << " --container-name=riseml\n"
-            "  --container-mounts=\"${SLURM_SUBMIT_DIR},${OUTPUT_DIR},${OUTPUT_DIR}:/output\"\n"
-            "  --container-workdir=\"${SLURM_SUBMIT_DIR}\")\n";
+         << "riseml_container=(" << words[0] << ' ' << words[1] << "\n  " << words[2] << "\n  "
+         << words[3] << ")\n";
   }
 
   std::string bind_option() const {
@@ -299,6 +318,10 @@ class ScriptWriter {
       distributed_steps();
       return;
     }
+    if (in_.layout.elastic) {
+      elastic_steps();
+      return;
+    }
     const auto& g = in_.layout.groups.front();
     const bool horovod = in_.layout.kind == JobKind::horovod;
     // --label: each line starts with the rank ("3: "), which riseml logs turns into a prefix.
@@ -312,6 +335,38 @@ class ScriptWriter {
     }
   }
 
+  // The run lines joined into one script (riseml_task_script), after `first`: each task runs
+  // them in order, stopping at a failure.
+  void task_script(const std::string& first) {
+    out_ << "riseml_task_script=" << shell_quote(first) << '\n';
+    for (const auto& c : run_) {
+      if (c.variable.empty())
+        out_ << "riseml_task_script+=$'\\n'" << c.argument << '\n';
+      else
+        out_ << "riseml_task_script+=$'\\n'\"${" << c.variable << "}\"\n";
+    }
+  }
+
+  // Elastic Horovod: riseml-elastic starts one srun per worker node itself (so a node's failure
+  // ends only that node's step) and re-forms the job when one fails; the script writes no srun
+  // for the run lines, only the per-task options each of those steps gets.
+  void elastic_steps() {
+    const auto& e = *in_.layout.elastic;
+    const auto& g = in_.layout.groups.front();
+    out_ << "\n# run: the lines as one script, which riseml-elastic runs on each worker node (one\n"
+            "# step per node); the job goes on while " << e.min_workers << " node(s) remain.\n";
+    out_ << "export RISEML_ELASTIC=1\n";
+    task_script("set -e");
+    std::vector<std::string> srun_args = {"--cpus-per-task=" + std::to_string(g.cpus_per_task)};
+    if (const auto bind = bind_option(); !bind.empty()) srun_args.push_back(bind.substr(1));
+    for (const auto& w : container_words()) srun_args.push_back(w);
+    out_ << e.driver << " --workers " << e.workers << " --min-workers " << e.min_workers
+         << " --tasks-per-node " << *g.ntasks_per_node;
+    // Each value is one shell word already (the container's are quoted where they need it).
+    for (const auto& a : srun_args) out_ << " --srun-arg=" << a;
+    out_ << " -- bash -c \"${riseml_task_script}\"\n";
+  }
+
   // One step per role, side by side. Each task writes its address and reads the others'
   // (riseml tf-config) to build TF_CONFIG, then runs the run lines in order.
   void distributed_steps() {
@@ -323,16 +378,8 @@ class ScriptWriter {
     out_ << "export RISEML_TF_ROLES=" << shell_quote(roles) << '\n';
     out_ << "export RISEML_TF_DIR=\"${OUTPUT_DIR}/.riseml-tf\"\n";
     out_ << "rm -rf \"${RISEML_TF_DIR}\"\n";
-    // The commands, joined so each task runs install then run lines, stopping at a failure.
-    std::string body =
-        "TF_CONFIG=\"$(" + in_.site.riseml_command + " tf-config)\"; export TF_CONFIG";
-    out_ << "riseml_task_script=" << shell_quote("set -e; " + body) << '\n';
-    for (const auto& c : run_) {
-      if (c.variable.empty())
-        out_ << "riseml_task_script+=$'\\n'" << c.argument << '\n';
-      else
-        out_ << "riseml_task_script+=$'\\n'\"${" << c.variable << "}\"\n";
-    }
+    task_script("set -e; TF_CONFIG=\"$(" + in_.site.riseml_command +
+                " tf-config)\"; export TF_CONFIG");
     for (size_t i = 0; i < l.roles.size(); ++i) {
       const auto& [role, count] = l.roles[i];
       out_ << "srun --label";

@@ -14,6 +14,15 @@ void parse_tensorflow_section(YamlReader& r, const YAML::Node& node, TrainSectio
 void parse_torch_distributed(YamlReader& r, const YAML::Node& node, TrainSection& train);
 std::optional<HorovodSpec> parse_horovod(YamlReader& r, const YAML::Node& node,
                                          const std::string& path);
+// horovod.elastic (`key: node`): true, false or {min_workers, max_workers}, checked against
+// `workers` (nullopt when the workers count was wrong: the value is still checked, then false).
+// Sets `out` when elastic; false after reporting errors.
+bool parse_elastic(YamlReader& r, const YAML::Node& key, const YAML::Node& node,
+                   const std::string& path, std::optional<long long> workers,
+                   std::optional<ElasticSpec>& out);
+// `elastic` where the layout (`layout`, e.g. "parameter-server TensorFlow") cannot be elastic.
+void refuse_elastic(YamlReader& r, const YAML::Node& node, const std::string& path,
+                    const std::string& layout);
 std::optional<Resources> parse_resources(YamlReader& r, const YAML::Node& node,
                                          const std::string& path);
 void parse_parameters(YamlReader& r, const YAML::Node& node, const std::string& path,

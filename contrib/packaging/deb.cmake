@@ -1,7 +1,7 @@
 # Debian packages with CPack (`cpack -G DEB` in a build folder configured for the prefix /usr;
 # contrib/packaging/build-debs.sh does all of it with Debian's compiler flags). One package per
 # install component:
-#   tools  -> riseml          the commands (riseml, riseml-launch, riseml-plan, riseml-bench,
+#   tools  -> riseml          the commands (riseml, riseml-launch, riseml-elastic, riseml-plan, riseml-bench,
 #                             riseml-replay, riseml-pmix-probe), riseml-topology, the workloads
 #   spank  -> riseml-spank    spank_riseml.so and a plugstack snippet under /usr/share that enables
 #                             nothing until the admin links it into /etc/slurm/plugstack.conf.d
@@ -40,7 +40,8 @@ set(CPACK_DEBIAN_TOOLS_PACKAGE_SECTION utils)
 set(CPACK_COMPONENT_TOOLS_DESCRIPTION "distributed deep learning on Slurm: job translator and launchers
 riseml turns a RiseML job file (riseml.yml) into a readable sbatch script
 (Horovod workers, distributed TensorFlow, parameter sweeps as job arrays)
-and submits it. riseml-launch runs a PMIx job on one machine, riseml-plan
+and submits it. riseml-launch runs a PMIx job on one machine, riseml-elastic
+an elastic Horovod job inside its Slurm allocation, riseml-plan
 shows the placement the SPANK plugin (package riseml-spank) makes on a
 node, riseml-bench and riseml-replay measure the allreduce core and the
 scaling of a model's backward pass.")
@@ -128,7 +129,7 @@ endforeach()
 # multiarch folder as well, so the packaged programs need no RUNPATH (lintian: an error,
 # custom-library-search-path): removed in the package's component install only.
 set(riseml_runpath_files "")
-foreach(target riseml-launch riseml-pmix-probe riseml-bench riseml-replay riseml-plan riseml)
+foreach(target riseml-launch riseml-elastic riseml-pmix-probe riseml-bench riseml-replay riseml-plan riseml)
   if(TARGET ${target})
     list(APPEND riseml_runpath_files "${CMAKE_INSTALL_BINDIR}/$<TARGET_FILE_NAME:${target}>")
   endif()
@@ -151,11 +152,12 @@ if(RISEML_MAN_PAGES)
   set(man_pages "")
   set(riseml_man_riseml "translate and submit RiseML job files on Slurm")
   set(riseml_man_riseml-launch "run a PMIx job of N processes on this machine")
+  set(riseml_man_riseml-elastic "run an elastic Horovod job inside its Slurm allocation")
   set(riseml_man_riseml-pmix-probe "check what a launcher tells a PMIx client")
   set(riseml_man_riseml-plan "show the task placement of spank_riseml.so for a node")
   set(riseml_man_riseml-bench "measure riseml's allreduce against Open MPI and Gloo")
   set(riseml_man_riseml-replay "replay a model's backward pass through riseml's engine")
-  foreach(tool riseml riseml-launch riseml-pmix-probe riseml-plan riseml-bench riseml-replay)
+  foreach(tool riseml riseml-launch riseml-elastic riseml-pmix-probe riseml-plan riseml-bench riseml-replay)
     if(NOT TARGET ${tool})
       continue()
     endif()

@@ -22,13 +22,15 @@ LAYERS = {
     "allreduce": set(),
     "model": set(),
     "pmix_bootstrap": {"allreduce", "common"},  # implements the core's rendezvous interface
+    "elastic": {"allreduce", "pmix_bootstrap", "common"},  # JobFacts of pmix_bootstrap
     "engine": {"allreduce"},
-    "runtime": {"engine", "allreduce", "pmix_bootstrap", "common"},
+    "runtime": {"engine", "allreduce", "pmix_bootstrap", "elastic", "common"},
     "torch_distributed": {"allreduce", "pmix_bootstrap", "common"},
     "translator": {"common", "model"},
     "spank_plugin": {"common"},
-    "python": {"runtime", "torch_distributed", "engine", "allreduce", "pmix_bootstrap", "common"},
-    "tools": {"common", "allreduce", "model", "pmix_bootstrap", "engine", "runtime",
+    "python": {"runtime", "torch_distributed", "engine", "allreduce", "pmix_bootstrap", "elastic",
+               "common"},
+    "tools": {"common", "allreduce", "model", "pmix_bootstrap", "elastic", "engine", "runtime",
               "torch_distributed"},
 }
 # Not layers: they hold no library code and may point anywhere.

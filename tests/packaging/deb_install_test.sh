@@ -86,11 +86,11 @@ for p in "${packages[@]}"; do
   if grep -q '^/etc' "$work/$p.files"; then fail "$p ships files in /etc:"$'\n'"$(grep '^/etc' "$work/$p.files")"; fi
   if grep -q '^/usr/local' "$work/$p.files"; then fail "$p ships files in /usr/local"; fi
 done
-for f in /usr/bin/riseml /usr/bin/riseml-launch /usr/bin/riseml-plan /usr/bin/riseml-bench \
+for f in /usr/bin/riseml /usr/bin/riseml-launch /usr/bin/riseml-elastic /usr/bin/riseml-plan /usr/bin/riseml-bench \
   /usr/bin/riseml-replay /usr/bin/riseml-pmix-probe /usr/libexec/riseml/riseml-topology \
   /usr/share/riseml/workloads/resnet50.workload /usr/share/riseml/plot_estimate.py \
   /usr/share/man/man1/riseml.1.gz \
-  /usr/share/man/man1/riseml-launch.1.gz /usr/share/man/man1/riseml-plan.1.gz; do
+  /usr/share/man/man1/riseml-launch.1.gz /usr/share/man/man1/riseml-elastic.1.gz /usr/share/man/man1/riseml-plan.1.gz; do
   grep -qx "$f" "$work/riseml.files" || fail "riseml lacks $f"
 done
 grep -qx "$plugin" "$work/riseml-spank.files" || fail "riseml-spank lacks $plugin"
@@ -154,7 +154,7 @@ run() { # name, command...: runs it in $work with the clean environment; prints 
   printf '%s\n' "$out"
 }
 step "installed tools"
-for t in riseml riseml-launch riseml-plan riseml-bench riseml-replay riseml-pmix-probe; do
+for t in riseml riseml-launch riseml-elastic riseml-plan riseml-bench riseml-replay riseml-pmix-probe; do
   [ "$("${clean[@]}" bash -c "command -v $t")" = "/usr/bin/$t" ] || fail "$t is not /usr/bin/$t"
   zcat "/usr/share/man/man1/$t.1.gz" | grep -q '^\.TH' || fail "no man page for $t"
 done

@@ -74,7 +74,8 @@ bool job_shape(const std::string& file, const SiteConfig& site, int& nodes, int&
     return false;
   }
   const TaskGroup& g = layout->groups.front();
-  nodes = static_cast<int>(g.nodes.value_or(1));
+  // An elastic job's spare nodes do not train: its ranks are the workers started.
+  nodes = static_cast<int>(layout->elastic ? layout->elastic->workers : g.nodes.value_or(1));
   per_node = static_cast<int>(g.ntasks_per_node.value_or(g.ntasks));
   return true;
 }

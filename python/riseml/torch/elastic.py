@@ -44,10 +44,12 @@ class ElasticSampler(torch.utils.data.Sampler):
     Call `record_batch` after each batch and `set_epoch` at the end of each epoch (not its
     start: a partial epoch must not be processed again), and keep the sampler in a TorchState.
 
-    `processed_num` counts the samples of this epoch processed by every rank up to the last
-    sync, plus those this rank recorded since; a sync adds up every rank's records (ranks that
-    died since the last commit are not counted, so their samples are processed again). Between
-    syncs the partition assumes the ranks recorded as many as this one (they train in step).
+    The partition counts every batch recorded as processed by all the ranks of the world it
+    was recorded in (they train in step; Horovod's count), so a restore followed by a reset to
+    another size deals exactly the samples the committed steps did not train: a dead rank's
+    committed batches are in the committed weights and are not trained again.
+    `processed_num` (Horovod's test reads it) counts the samples of this epoch processed by every
+    rank up to the last sync, plus those this rank recorded since.
 
     Args:
         dataset: the dataset (of constant size).
@@ -62,6 +64,7 @@ class ElasticSampler(torch.utils.data.Sampler):
         self.epoch = 0
         self._synced = 0  # samples of this epoch every rank processed, as of the last sync
         self._local = 0   # samples this rank recorded since
+        self._world = 0   # samples every rank processed since, counted at each record
         self.num_replicas = 0
         self.rank = 0
         self.remaining_indices = []
@@ -76,32 +79,32 @@ class ElasticSampler(torch.utils.data.Sampler):
     def set_epoch(self, epoch):
         """Starts `epoch`: a new order (with shuffle), nothing processed yet."""
         self.epoch = epoch
-        self._synced = self._local = 0
+        self._synced = self._local = self._world = 0
         self.reset()
 
     def record_batch(self, batch_idx, batch_size):
         """Records that this rank processed one more batch of `batch_size` samples."""
         self._local += batch_size
+        self._world += batch_size * self.num_replicas
 
     def state_dict(self):
         return {"epoch": self.epoch, "processed_num": self.processed_num,
-                "synced": self._synced, "local": self._local}
+                "synced": self._synced, "local": self._local, "world": self._world}
 
     def load_state_dict(self, state_dict):
         self.epoch = state_dict["epoch"]
         if "synced" in state_dict:
             self._synced, self._local = state_dict["synced"], state_dict["local"]
+            self._world = state_dict.get("world", self._local * self.num_replicas)
         else:  # a state_dict of Horovod's sampler: a count of every rank's samples
-            self._synced, self._local = state_dict["processed_num"], 0
+            self._synced, self._local, self._world = state_dict["processed_num"], 0, 0
         self.reset()
 
     def sync(self):
-        """Takes rank 0's epoch and count, adds every rank's records since the last sync, and
-        repartitions what is left among the ranks there are now."""
-        gathered = allgather_object((self.epoch, self._synced, self._local))
-        self.epoch, self._synced = gathered[0][0], gathered[0][1]
-        self._synced += sum(local for epoch, _, local in gathered if epoch == self.epoch)
-        self._local = 0
+        """Takes rank 0's epoch and count (after a restore every survivor has the committed
+        one) and repartitions what is left among the ranks there are now."""
+        self.epoch, self._synced = broadcast_object((self.epoch, self._synced + self._world))
+        self._local = self._world = 0
         self.reset()
 
     def reset(self):
@@ -111,7 +114,7 @@ class ElasticSampler(torch.utils.data.Sampler):
         order = list(range(len(self.dataset)))
         if self.shuffle:
             random.Random(self.seed + self.epoch).shuffle(order)
-        processed = min(len(order), self._synced + self._local * self.num_replicas)
+        processed = min(len(order), self._synced + self._world)
         self.remaining_indices = order[processed:]
         self.num_samples = int(math.ceil(len(self.remaining_indices) / self.num_replicas))
         self.total_size = self.num_samples * self.num_replicas
@@ -153,6 +156,14 @@ class _ModelHandler(_Handler):
 
 
 class _OptimizerHandler(_Handler):
+    def restore(self):
+        # After a failed collective a DistributedOptimizer may still hold the handles of
+        # gradient reductions that will never complete (the engine was shut down): drop them,
+        # or the next zero_grad() refuses to run. The committed state has none in flight.
+        if hasattr(self.value, "drop_pending_reductions"):
+            self.value.drop_pending_reductions()
+        super(_OptimizerHandler, self).restore()
+
     def sync(self):
         broadcast_optimizer_state(self.value, root_rank=0)
 
@@ -231,7 +242,10 @@ class TorchState(ObjectState):
 def _reset():
     # The survivors of a failure re-form the world without the rank it blamed.
     import riseml
+    import riseml.torch
     riseml.shutdown()
+    # shutdown() failed every pending operation: forget their outputs (they would pin tensors).
+    riseml.torch._handles.clear()
     riseml._init_elastic()
 
 

@@ -135,6 +135,22 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         for p, (handle, ctx) in list(self._handles.items()):
             if handle is None:
                 self._handles[p] = self._allreduce_grad_async(p)
+        try:
+            self._wait_for_handles(synchronize)
+        except Exception:
+            # A failed reduction (a peer died) never completes: drop every pending one, so
+            # the step can be tried again after hvd.elastic's reset.
+            self.drop_pending_reductions()
+            raise
+
+    def drop_pending_reductions(self):
+        """Forgets the gradient reductions in flight (their engine is gone after a failure)."""
+        self._handles.clear()
+        for p in self._allreduce_delay:
+            self._allreduce_delay[p] = self.backward_passes_per_step
+        self._synchronized = False
+
+    def _wait_for_handles(self, synchronize):
         for p, (handle, (ctx, compressed, layout)) in self._handles.items():
             output = synchronize(handle)
             self._allreduce_delay[p] = self.backward_passes_per_step

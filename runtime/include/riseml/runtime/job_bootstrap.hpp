@@ -24,4 +24,9 @@ using BootstrapFactory = std::function<JobBootstrap()>;
 // throws pmix::BootstrapError, whose message says how to start the process, when it cannot.
 JobBootstrap pmix_job_bootstrap();
 
+// A worker of riseml-elastic (RISEML_ELASTIC_STORE set) meets the others through the driver's
+// rendezvous store; any other process through PMIx (pmix_job_bootstrap). Throws
+// CollectiveError(setup) naming the variable when the driver's settings are malformed.
+JobBootstrap environment_job_bootstrap();
+
 }  // namespace riseml::runtime

@@ -26,7 +26,7 @@ namespace riseml::runtime {
 
 class Runtime {
  public:
-  explicit Runtime(BootstrapFactory bootstrap = pmix_job_bootstrap);
+  explicit Runtime(BootstrapFactory bootstrap = environment_job_bootstrap);
   // finalize()
   ~Runtime();
   Runtime(const Runtime&) = delete;

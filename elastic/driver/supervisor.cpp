@@ -1,0 +1,296 @@
+#include "supervisor.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <map>
+#include <memory>
+#include <set>
+#include <thread>
+
+extern char** environ;
+
+namespace riseml::elastic {
+
+void DriverLog::say(const std::string& message) {
+  const auto now = std::chrono::system_clock::now();
+  const std::time_t t = std::chrono::system_clock::to_time_t(now);
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+  std::tm tm{};
+  ::localtime_r(&t, &tm);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%H:%M:%S", &tm);
+  std::lock_guard lock(mutex_);
+  std::fprintf(stdout, "riseml-elastic: %s.%03lld %s\n", stamp, static_cast<long long>(ms), message.c_str());
+  std::fflush(stdout);
+}
+
+void DriverLog::worker_line(const std::string& line) {
+  std::lock_guard lock(mutex_);
+  std::fwrite(line.data(), 1, line.size(), stdout);
+  std::fputc('\n', stdout);
+  std::fflush(stdout);
+}
+
+namespace {
+
+std::atomic<int> g_signal{0};
+void on_signal(int sig) { g_signal = sig; }
+
+// srun --label writes "<task>: text" (the task number padded with spaces); the job rank is
+// the node's first rank plus the task.
+std::string relabel(const std::string& line, const NodePlan& node) {
+  std::size_t at = 0;
+  while (at < line.size() && line[at] == ' ') ++at;
+  std::size_t digits = at;
+  while (digits < line.size() && digits - at < 7 && line[digits] >= '0' && line[digits] <= '9') ++digits;
+  if (digits > at && line.compare(digits, 2, ": ") == 0)
+    return std::to_string(node.rank_base + std::stoi(line.substr(at, digits - at))) + ": " +
+           line.substr(digits + 2);
+  return node.node + ": " + line;
+}
+
+std::string describe_status(int status) {
+  if (WIFEXITED(status)) return "exit status " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return std::string("signal ") + ::strsignal(WTERMSIG(status));
+  return "status " + std::to_string(status);
+}
+
+int exit_code_of(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
+struct Step {
+  NodePlan plan;
+  pid_t pid = -1;
+  enum class State { running, finished, failed, left } state = State::running;
+  std::thread reader;
+  std::shared_ptr<std::atomic<bool>> output_closed = std::make_shared<std::atomic<bool>>(false);
+  std::chrono::steady_clock::time_point term_sent{};
+  bool killed = false;
+};
+
+// Forks the node's srun with its output on a pipe; the reader thread relabels it.
+void start(Step& step, const std::vector<std::string>& argv,
+           const std::vector<std::pair<std::string, std::string>>& extra, DriverLog& log) {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string kv(*e);
+    const auto eq = kv.find('=');
+    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  for (const auto& [k, v] : extra) env[k] = v;
+  std::vector<std::string> env_strings;
+  for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
+  std::vector<char*> envp, args;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> argv_copy = argv;
+  for (auto& s : argv_copy) args.push_back(s.data());
+  args.push_back(nullptr);
+  int out[2];
+  if (::pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error("pipe2 failed");
+  const pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
+  if (pid == 0) {
+    ::dup2(out[1], STDOUT_FILENO);
+    ::dup2(out[1], STDERR_FILENO);
+    ::execvpe(args[0], args.data(), envp.data());
+    const std::string why = std::string("riseml-elastic: cannot run ") + args[0] + ": " +
+                            std::strerror(errno) + "\n";
+    (void)!::write(STDERR_FILENO, why.data(), why.size());
+    ::_exit(127);
+  }
+  ::close(out[1]);
+  step.pid = pid;
+  const int fd = out[0];
+  step.reader = std::thread([fd, plan = step.plan, &log, closed = step.output_closed] {
+    std::string pending;
+    char buf[65536];
+    for (;;) {
+      const ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      pending.append(buf, static_cast<std::size_t>(n));
+      for (std::size_t nl; (nl = pending.find('\n')) != std::string::npos;) {
+        log.worker_line(relabel(pending.substr(0, nl), plan));
+        pending.erase(0, nl + 1);
+      }
+    }
+    if (!pending.empty()) log.worker_line(relabel(pending, plan));
+    ::close(fd);
+    *closed = true;
+  });
+}
+
+}  // namespace
+
+int supervise(const DriverOptions& options, const JobPlan& plan, const std::string& job_id,
+              DriverLog& log,
+              const std::function<std::vector<std::pair<std::string, std::string>>(const NodePlan&)>&
+                  node_environment,
+              const std::function<std::vector<WorldChange>()>& take_world_changes) {
+  struct sigaction sa{};
+  sa.sa_handler = on_signal;
+  ::sigaction(SIGTERM, &sa, nullptr);
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGHUP, &sa, nullptr);
+
+  std::vector<Step> steps(plan.workers.size());
+  std::map<std::string, std::size_t> step_of_node;
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    steps[i].plan = plan.workers[i];
+    step_of_node[plan.workers[i].node] = i;
+    start(steps[i], srun_command(plan.workers[i], options, job_id), node_environment(plan.workers[i]), log);
+  }
+  std::string names;
+  for (const auto& s : steps) names += (names.empty() ? "" : ", ") + s.plan.node;
+  log.say("started " + std::to_string(plan.size) + " workers on " + std::to_string(steps.size()) +
+          " nodes (" + names + "), " + std::to_string(options.tasks_per_node) + " per node; the job "
+          "ends when fewer than " + std::to_string(options.min_workers) + " nodes train");
+  if (!plan.spares.empty()) {
+    std::string spares;
+    for (const auto& s : plan.spares) spares += (spares.empty() ? "" : ", ") + s;
+    log.say("spare nodes, not started: " + spares +
+            " (taking a spare into a running job is not supported yet)");
+  }
+
+  std::optional<int> first_failure;
+  std::optional<std::chrono::steady_clock::time_point> first_finish;
+  bool ending = false;
+  int end_code = 0;
+  const auto training = [&] {
+    int n = 0;
+    for (const auto& s : steps) n += s.state == Step::State::running || s.state == Step::State::finished;
+    return n;
+  };
+  const auto stop_running = [&](const std::string& why) {
+    for (auto& s : steps)
+      if (s.pid > 0 && s.term_sent == std::chrono::steady_clock::time_point{}) {
+        log.say("stopping the workers on " + s.plan.node + ": " + why);
+        ::kill(s.pid, SIGTERM);
+        s.term_sent = std::chrono::steady_clock::now();
+      }
+  };
+
+  for (;;) {
+    int status = 0;
+    const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    if (pid > 0) {
+      for (auto& s : steps) {
+        if (s.pid != pid) continue;
+        s.pid = -1;
+        const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+        if (ok && s.state == Step::State::running) {
+          s.state = Step::State::finished;
+          log.say("node " + s.plan.node + ": its workers finished");
+          if (!first_finish) first_finish = std::chrono::steady_clock::now();
+        } else if (s.term_sent != std::chrono::steady_clock::time_point{}) {
+          log.say("node " + s.plan.node + ": its step ended (" + describe_status(status) + ")");
+        } else if (!ok) {
+          if (s.state == Step::State::running) {
+            s.state = Step::State::failed;
+            log.say("node " + s.plan.node + " left: its step ended with " + describe_status(status) +
+                    "; " + std::to_string(training()) + " of " + std::to_string(steps.size()) +
+                    " nodes still train");
+          }
+          if (!first_failure) first_failure = exit_code_of(status);
+        }
+      }
+      continue;
+    }
+    for (const WorldChange& change : take_world_changes()) {
+      // The driver started each rank on a known node: count nodes by that, not by host names.
+      const auto step_of_rank = [&](int r) -> Step* {
+        for (auto& s : steps)
+          if (r >= s.plan.rank_base && r < s.plan.rank_base + s.plan.tasks) return &s;
+        return nullptr;
+      };
+      std::set<Step*> kept, gone;
+      for (int r : change.members) kept.insert(step_of_rank(r));
+      std::string left, nodes;
+      for (int r : change.left) {
+        left += (left.empty() ? "" : ", ") + std::to_string(r);
+        gone.insert(step_of_rank(r));
+      }
+      kept.erase(nullptr);
+      gone.erase(nullptr);
+      for (const Step* s : kept) nodes += (nodes.empty() ? "" : ", ") + s->plan.node;
+      log.say("the world re-formed: " + std::to_string(change.members.size()) + " workers on " +
+              std::to_string(kept.size()) + " node(s) (" + nodes + "); left: rank(s) " + left);
+      // A node none of whose ranks is in the new world has left, even if its step still runs
+      // (a node cut off by its link).
+      for (Step* s : gone)
+        if (!kept.count(s) && s->state == Step::State::running) {
+          s->state = Step::State::left;
+          log.say("node " + s->plan.node + " left: the survivors re-formed without its workers");
+        }
+      if (static_cast<int>(kept.size()) < options.min_workers && !ending) {
+        ending = true;
+        end_code = 1;
+        log.say("fewer than --min-workers " + std::to_string(options.min_workers) +
+                " nodes remain in the world: ending the job");
+        stop_running("the job ends");
+      }
+    }
+    if (!ending && !first_finish && training() < options.min_workers) {
+      ending = true;
+      end_code = 1;
+      log.say("fewer than --min-workers " + std::to_string(options.min_workers) +
+              " nodes still train: ending the job");
+      stop_running("the job ends");
+    }
+    if (const int sig = g_signal.exchange(0); sig != 0 && !ending) {
+      ending = true;
+      end_code = 128 + sig;
+      stop_running(std::string("riseml-elastic got ") + ::strsignal(sig));
+    }
+    if (first_finish && !ending && std::chrono::steady_clock::now() - *first_finish > options.grace) {
+      ending = true;
+      stop_running("the other nodes finished " +
+                   std::to_string(std::chrono::duration_cast<std::chrono::seconds>(options.grace).count()) +
+                   " s ago");
+    }
+    const auto now = std::chrono::steady_clock::now();
+    bool any = false;
+    for (auto& s : steps) {
+      if (s.pid <= 0) continue;
+      any = true;
+      if (s.term_sent != std::chrono::steady_clock::time_point{} && !s.killed &&
+          now - s.term_sent > options.stop_grace) {
+        ::kill(s.pid, SIGKILL);
+        s.killed = true;
+      }
+    }
+    if (!any) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  // A worker that outlived its srun (stopped, or a stand-in srun's child) may hold the pipe
+  // open: its last lines get two seconds, then the driver ends without them.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  for (auto& s : steps) {
+    while (!*s.output_closed && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (*s.output_closed) s.reader.join();
+    else s.reader.detach();
+  }
+  if (end_code != 0) return end_code;
+  if (first_finish) {
+    log.say("the job finished: the workers of " + std::to_string(training()) + " node(s) ended well");
+    return 0;
+  }
+  return first_failure.value_or(1);
+}
+
+}  // namespace riseml::elastic

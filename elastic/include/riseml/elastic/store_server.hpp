@@ -1,0 +1,52 @@
+// The rendezvous store of an elastic job: riseml-elastic serves it in the batch step, and every
+// worker's bootstrap meets the others through it (PMIx cannot: Slurm 22.05 cancels a PMIx step
+// when one of its tasks dies, and refuses fences among a subset). Only processes that prove the
+// job secret get in. It keeps key/value pairs and holds fences among any set of ranks, so the
+// survivors of a failure can form a new world without the ranks that are gone.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace riseml::elastic {
+
+// A fence completed among fewer ranks than the one before it: the world re-formed.
+struct WorldChange {
+  std::vector<int> members;            // job ranks of the new world
+  std::vector<int> left;               // job ranks of the last world that are not in it
+  std::map<int, std::string> hosts;    // each rank's host, as its worker said hello
+};
+
+struct StoreServerOptions {
+  std::string listen_address = "127.0.0.1";  // an IPv4 address of this host
+  std::vector<std::byte> secret;             // the job secret (at least 16 bytes)
+  // Strangers turned away and requests refused (one line each, no newline).
+  std::function<void(const std::string&)> log;
+  std::function<void(const WorldChange&)> on_world_change;
+  std::chrono::milliseconds handshake_timeout{10000};
+  int max_connections = 4096;
+};
+
+class StoreServer {
+ public:
+  // Listens on an ephemeral port of options.listen_address. Throws std::runtime_error saying why
+  // it cannot.
+  explicit StoreServer(StoreServerOptions options);
+  ~StoreServer();  // closes every connection; waiting fences end
+  StoreServer(const StoreServer&) = delete;
+  StoreServer& operator=(const StoreServer&) = delete;
+
+  std::string address() const;  // "a.b.c.d:port", for the workers
+  std::map<int, std::string> hosts() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace riseml::elastic
