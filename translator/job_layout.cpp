@@ -58,8 +58,8 @@ void plan_elastic(const HorovodSpec& h, const SiteConfig& site, TaskGroup& g, Jo
                                .driver = elastic_driver_command(site.riseml_command)};
   if (const long long spares = e.max_workers - h.workers; spares > 0) {
     layout.notes.push_back("max_workers " + std::to_string(e.max_workers) + ": " +
-                           std::to_string(spares) + " spare node(s) requested up front stay "
-                           "idle; riseml-elastic does not yet take them into a running job");
+                           std::to_string(spares) + " spare node(s) requested up front wait "
+                           "idle; riseml-elastic starts one when a node leaves");
   }
   if (!elastic_driver_beside(site.riseml_command)) {
     layout.notes.push_back("the site's riseml: (" + site.riseml_command +

@@ -51,17 +51,21 @@ int main(int argc, char** argv) {
     const std::string secret_hex = to_hex(store.secret);
     StoreServer server(std::move(store));
     log.say("rendezvous store at " + server.address());
-    return supervise(
-        options, plan, job_id, log,
-        [&](const NodePlan& node) {
-          return worker_environment(NodeAssignment{server.address(), secret_hex, node.rank_base,
-                                                   plan.size, node.node_id,
-                                                   static_cast<int>(plan.workers.size())});
-        },
-        [&] {
-          std::lock_guard lock(changes_mutex);
-          return std::exchange(changes, {});
-        });
+    // Ranks are never reused: the job's ranks can be at most every node's tasks.
+    const int nodes = static_cast<int>(options.nodes.size());
+    SupervisorLinks links;
+    links.node_environment = [&](const NodePlan& node, bool joining) {
+      return worker_environment(NodeAssignment{
+          server.address(), secret_hex, node.rank_base,
+          joining ? node.rank_base + node.tasks : plan.size, node.node_id, nodes,
+          nodes * options.tasks_per_node, joining});
+    };
+    links.take_world_changes = [&] {
+      std::lock_guard lock(changes_mutex);
+      return std::exchange(changes, {});
+    };
+    links.announce_world = [&](const std::vector<int>& members) { server.announce_world(members); };
+    return supervise(options, plan, job_id, log, links);
   } catch (const std::exception& e) {
     log.say(std::string("error: ") + e.what());
     return 1;

@@ -12,7 +12,9 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <deque>
 #include <map>
+#include <numeric>
 #include <memory>
 #include <set>
 #include <thread>
@@ -137,22 +139,25 @@ void start(Step& step, const std::vector<std::string>& argv,
 }  // namespace
 
 int supervise(const DriverOptions& options, const JobPlan& plan, const std::string& job_id,
-              DriverLog& log,
-              const std::function<std::vector<std::pair<std::string, std::string>>(const NodePlan&)>&
-                  node_environment,
-              const std::function<std::vector<WorldChange>()>& take_world_changes) {
+              DriverLog& log, const SupervisorLinks& links) {
   struct sigaction sa{};
   sa.sa_handler = on_signal;
   ::sigaction(SIGTERM, &sa, nullptr);
   ::sigaction(SIGINT, &sa, nullptr);
   ::sigaction(SIGHUP, &sa, nullptr);
 
-  std::vector<Step> steps(plan.workers.size());
-  std::map<std::string, std::size_t> step_of_node;
+  // A deque: the reader threads and the loop keep references to steps while spares join.
+  std::deque<Step> steps(plan.workers.size());
+  std::deque<std::string> spares(plan.spares.begin(), plan.spares.end());
+  int next_rank = plan.size;
+  int next_node_id = static_cast<int>(plan.workers.size());
+  std::vector<int> first_world(static_cast<std::size_t>(plan.size));
+  std::iota(first_world.begin(), first_world.end(), 0);
+  links.announce_world(first_world);
   for (std::size_t i = 0; i < steps.size(); ++i) {
     steps[i].plan = plan.workers[i];
-    step_of_node[plan.workers[i].node] = i;
-    start(steps[i], srun_command(plan.workers[i], options, job_id), node_environment(plan.workers[i]), log);
+    start(steps[i], srun_command(plan.workers[i], options, job_id),
+          links.node_environment(plan.workers[i], false), log);
   }
   std::string names;
   for (const auto& s : steps) names += (names.empty() ? "" : ", ") + s.plan.node;
@@ -160,10 +165,9 @@ int supervise(const DriverOptions& options, const JobPlan& plan, const std::stri
           " nodes (" + names + "), " + std::to_string(options.tasks_per_node) + " per node; the job "
           "ends when fewer than " + std::to_string(options.min_workers) + " nodes train");
   if (!plan.spares.empty()) {
-    std::string spares;
-    for (const auto& s : plan.spares) spares += (spares.empty() ? "" : ", ") + s;
-    log.say("spare nodes, not started: " + spares +
-            " (taking a spare into a running job is not supported yet)");
+    std::string spare_names;
+    for (const auto& s : plan.spares) spare_names += (spare_names.empty() ? "" : ", ") + s;
+    log.say("spare nodes: " + spare_names + " (one joins when a node leaves)");
   }
 
   std::optional<int> first_failure;
@@ -210,7 +214,7 @@ int supervise(const DriverOptions& options, const JobPlan& plan, const std::stri
       }
       continue;
     }
-    for (const WorldChange& change : take_world_changes()) {
+    for (const WorldChange& change : links.take_world_changes()) {
       // The driver started each rank on a known node: count nodes by that, not by host names.
       const auto step_of_rank = [&](int r) -> Step* {
         for (auto& s : steps)
@@ -219,16 +223,19 @@ int supervise(const DriverOptions& options, const JobPlan& plan, const std::stri
       };
       std::set<Step*> kept, gone;
       for (int r : change.members) kept.insert(step_of_rank(r));
-      std::string left, nodes;
+      std::string left, joined, nodes;
       for (int r : change.left) {
         left += (left.empty() ? "" : ", ") + std::to_string(r);
         gone.insert(step_of_rank(r));
       }
+      for (int r : change.joined) joined += (joined.empty() ? "" : ", ") + std::to_string(r);
       kept.erase(nullptr);
       gone.erase(nullptr);
       for (const Step* s : kept) nodes += (nodes.empty() ? "" : ", ") + s->plan.node;
       log.say("the world re-formed: " + std::to_string(change.members.size()) + " workers on " +
-              std::to_string(kept.size()) + " node(s) (" + nodes + "); left: rank(s) " + left);
+              std::to_string(kept.size()) + " node(s) (" + nodes + ")" +
+              (left.empty() ? "" : "; left: rank(s) " + left) +
+              (joined.empty() ? "" : "; joined: rank(s) " + joined));
       // A node none of whose ranks is in the new world has left, even if its step still runs
       // (a node cut off by its link).
       for (Step* s : gone)
@@ -242,6 +249,25 @@ int supervise(const DriverOptions& options, const JobPlan& plan, const std::stri
         log.say("fewer than --min-workers " + std::to_string(options.min_workers) +
                 " nodes remain in the world: ending the job");
         stop_running("the job ends");
+      }
+      // A node left and a spare waits: its workers join with new ranks (ranks are never
+      // reused), into the world announced for the others' next commit.
+      if (!change.left.empty() && !spares.empty() && !ending && !first_finish) {
+        NodePlan spare{spares.front(), next_node_id++, next_rank, options.tasks_per_node};
+        spares.pop_front();
+        next_rank += spare.tasks;
+        std::vector<int> world = change.members;
+        std::string ranks;
+        for (int r = spare.rank_base; r < spare.rank_base + spare.tasks; ++r) {
+          world.push_back(r);
+          ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+        }
+        links.announce_world(world);
+        Step& step = steps.emplace_back();
+        step.plan = spare;
+        start(step, srun_command(spare, options, job_id), links.node_environment(spare, true), log);
+        log.say("spare node " + spare.node + " joins as rank(s) " + ranks + ": the world of " +
+                std::to_string(world.size()) + " workers forms at the others' next commit");
       }
     }
     if (!ending && !first_finish && training() < options.min_workers) {

@@ -19,14 +19,23 @@ namespace riseml::elastic {
 
 class DriverLog;
 
-// Runs the job to its end and returns the driver's exit status. `environment`: the variables
-// every node's step gets beside the driver's own (the store's address and secret), and each
-// node's own from `node_environment`.
+// What the supervisor needs of the rest of the driver.
+struct SupervisorLinks {
+  // The variables a node's step gets beside the driver's own (the store, the ranks; `joining`:
+  // a spare started into a running job).
+  std::function<std::vector<std::pair<std::string, std::string>>(const NodePlan&, bool joining)>
+      node_environment;
+  // The world changes the store saw since the last call.
+  std::function<std::vector<WorldChange>()> take_world_changes;
+  // Tells the workers the world to form next (a spare joins).
+  std::function<void(const std::vector<int>&)> announce_world;
+};
+
+// Runs the job to its end and returns the driver's exit status. When the world loses a node
+// and the allocation has a spare, the spare's workers are started with new ranks and the world
+// with them is announced: the workers form it at their next commit.
 int supervise(const DriverOptions& options, const JobPlan& plan, const std::string& job_id,
-              DriverLog& log,
-              const std::function<std::vector<std::pair<std::string, std::string>>(const NodePlan&)>&
-                  node_environment,
-              const std::function<std::vector<WorldChange>()>& take_world_changes);
+              DriverLog& log, const SupervisorLinks& links);
 
 // Lines from the driver and from the workers, whole, one writer at a time.
 class DriverLog {

@@ -142,6 +142,16 @@ std::optional<std::string> StoreClient::get(const std::string& key) {
   fail("an answer to a get that makes no sense");
 }
 
+std::optional<StoreClient::AnnouncedWorld> StoreClient::announced_world() {
+  const auto text = get("world");
+  if (!text) return std::nullopt;
+  const auto colon = text->find(':');
+  const auto number = colon == std::string::npos ? std::nullopt : p::parse_count(text->substr(0, colon));
+  const auto members = number ? p::parse_ranks(text->substr(colon + 1)) : std::nullopt;
+  if (!members || members->empty()) fail("the announced world makes no sense: '" + text->substr(0, 80) + "'");
+  return AnnouncedWorld{*number, *members};
+}
+
 std::vector<int> StoreClient::fence(const std::string& name, const std::vector<int>& members,
                                     int rank, std::chrono::milliseconds timeout) {
   Answer a = call(p::fence,

@@ -4,12 +4,15 @@
 
 #include <algorithm>
 #include <numeric>
+#include <utility>
 
 namespace riseml::elastic {
 
 StoreRendezvous::StoreRendezvous(std::shared_ptr<StoreClient> client, int rank, int size,
-                                 std::vector<std::byte> secret)
-    : client_(std::move(client)), rank_(rank), size_(size), secret_(std::move(secret)) {}
+                                 std::vector<std::byte> secret,
+                                 std::chrono::milliseconds first_fence_wait)
+    : client_(std::move(client)), rank_(rank), size_(size), secret_(std::move(secret)),
+      first_fence_wait_(first_fence_wait) {}
 
 namespace {
 std::string value_key(int rank, std::string_view key) {
@@ -34,6 +37,7 @@ void StoreRendezvous::fence_among(const std::vector<int>& ranks, std::chrono::mi
     throw RendezvousError("elastic rendezvous: a fence among ranks " + protocol::format_ranks(ranks) +
                           " that are not sorted or leave out this rank (" + std::to_string(rank_) + ")");
   const long long number = fences_[ranks]++;
+  timeout = std::max(timeout, std::exchange(first_fence_wait_, std::chrono::milliseconds(0)));
   const std::string name = "f/" + protocol::format_ranks(ranks) + "/" + std::to_string(number);
   const std::vector<int> missing = client_->fence(name, ranks, rank_, timeout);
   if (!missing.empty())

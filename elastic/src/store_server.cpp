@@ -56,6 +56,7 @@ struct StoreServer::Impl {
   std::map<std::string, Fence> fences;
   std::map<int, std::string> hosts;
   std::vector<int> last_world;  // members of the last completed fence
+  long long announcements = 0;
   std::set<int> connections;
   std::vector<std::thread> servers;
 
@@ -194,12 +195,10 @@ struct StoreServer::Impl {
     change.members = members;
     std::set_difference(last_world.begin(), last_world.end(), members.begin(), members.end(),
                         std::back_inserter(change.left));
+    std::set_difference(members.begin(), members.end(), last_world.begin(), last_world.end(),
+                        std::back_inserter(change.joined));
     change.hosts = hosts;
-    // A fence among a part of the world that others are not in is a process set's; only a
-    // world that lost members and gained none is a re-formation.
-    const bool only_lost = std::includes(last_world.begin(), last_world.end(), members.begin(),
-                                         members.end());
-    if (!only_lost) return;
+    // Every fence of a job is among the members of its world (process sets fence the world).
     last_world = members;
     if (options.on_world_change) options.on_world_change(change);
   }
@@ -244,6 +243,11 @@ StoreServer::~StoreServer() {
 }
 
 std::string StoreServer::address() const { return impl_->address; }
+
+void StoreServer::announce_world(const std::vector<int>& members) {
+  std::lock_guard lock(impl_->mutex);
+  impl_->values["world"] = std::to_string(impl_->announcements++) + ":" + p::format_ranks(members);
+}
 
 std::map<int, std::string> StoreServer::hosts() const {
   std::lock_guard lock(impl_->mutex);

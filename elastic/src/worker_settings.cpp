@@ -66,11 +66,13 @@ std::optional<WorkerSettings> worker_settings(const Lookup& lookup, const std::s
   f.node_id = number(lookup, "RISEML_ELASTIC_NODE_ID", most);
   f.num_nodes = number(lookup, "RISEML_ELASTIC_NUM_NODES", most);
   // srun's, for the step of this node's tasks.
+  s.rank_limit = number(lookup, "RISEML_ELASTIC_RANK_LIMIT", most);
+  s.joining = lookup("RISEML_ELASTIC_JOINING").value_or("") == "1";
   f.local_rank = number(lookup, "SLURM_PROCID", most);
   f.local_size = number(lookup, "SLURM_NTASKS", most);
   f.node_rank = f.local_rank;
   f.rank = base + f.local_rank;
-  if (f.size < 1 || f.rank >= f.size || f.local_rank >= f.local_size || f.num_nodes < 1 ||
+  if (f.size < 1 || f.rank >= f.size || f.size > s.rank_limit || f.local_rank >= f.local_size || f.num_nodes < 1 ||
       f.node_id >= f.num_nodes)
     throw SettingsError("the elastic worker's numbers disagree: rank " + std::to_string(f.rank) +
                         " of " + std::to_string(f.size) + ", task " + std::to_string(f.local_rank) +
@@ -88,7 +90,9 @@ std::vector<std::pair<std::string, std::string>> worker_environment(const NodeAs
           {"RISEML_ELASTIC_RANK_BASE", std::to_string(a.rank_base)},
           {"RISEML_ELASTIC_SIZE", std::to_string(a.size)},
           {"RISEML_ELASTIC_NODE_ID", std::to_string(a.node_id)},
-          {"RISEML_ELASTIC_NUM_NODES", std::to_string(a.num_nodes)}};
+          {"RISEML_ELASTIC_NUM_NODES", std::to_string(a.num_nodes)},
+          {"RISEML_ELASTIC_RANK_LIMIT", std::to_string(a.rank_limit)},
+          {"RISEML_ELASTIC_JOINING", a.joining ? "1" : "0"}};
 }
 
 }  // namespace riseml::elastic

@@ -89,6 +89,9 @@ def _init_elastic():
     """init() for hvd.elastic's reset: after a failure that blamed a rank (dead or silent), the
     survivors re-form the world without it, numbered anew (rank 0 is the lowest survivor)."""
     _riseml.init(elastic=True)
+    # Unnamed operations are named by counters; a new world starts them anew on every member,
+    # a worker that joins it included (its counters never ran).
+    _counters.clear()
     _process_sets._setup(None)
 
 

@@ -30,6 +30,15 @@ _listeners = []
 _listeners_lock = threading.Lock()
 
 
+def _world_announced():
+    """True when riseml-elastic announced a world this process has not formed yet."""
+    try:
+        import _riseml
+    except ImportError:  # the State classes alone, without the binding (Horovod's unit tests)
+        return False
+    return bool(_riseml.world_announced())
+
+
 def notify_hosts_updated(timestamp, result=HostUpdateResult.added):
     """Tells every State registered by a running `run_fn` that the hosts changed at `timestamp`
     (a number that grows with each update)."""
@@ -82,6 +91,8 @@ class State(object):
         """Raises HostsUpdatedInterrupt, on every rank alike, when an update newer than the last
         one seen has arrived at any rank."""
         newest, update = self._last_updated_timestamp, HostUpdateResult.no_update
+        # riseml-elastic announces a bigger world when a spare node joins (in its store).
+        announced = _world_announced()
         while not self._host_messages.empty():
             timestamp, result = self._host_messages.get()
             if timestamp > newest:
@@ -90,17 +101,22 @@ class State(object):
                 update |= result
         previous = self._last_updated_timestamp
         if self._allgather_object is not None:
-            seen = self._allgather_object((newest, int(update)))
-            newest = max(t for t, _ in seen)
+            seen = self._allgather_object((newest, int(update), announced))
+            newest = max(t for t, _, _ in seen)
             update = HostUpdateResult.no_update
-            for t, u in seen:
+            for t, u, a in seen:
                 if t > previous:
                     update |= HostUpdateResult(u)
+                if a:
+                    update |= HostUpdateResult.added
+                    announced = True
         else:
-            newest, update = self._bcast_object((newest, int(update)))
+            newest, update, announced = self._bcast_object((newest, int(update), announced))
             update = HostUpdateResult(update)
+            if announced:
+                update |= HostUpdateResult.added
         self._last_updated_timestamp = newest
-        if newest > previous:
+        if newest > previous or announced:
             # Only removed hosts: the survivors' state is current, no sync needed after reset.
             raise HostsUpdatedInterrupt(update == HostUpdateResult.removed)
 

@@ -222,6 +222,7 @@ PYBIND11_MODULE(_riseml, m) {
   m.def("shutdown", [] { rt().shutdown(); }, unlocked);
   m.def("finalize", [] { rt().finalize(); }, unlocked);
   m.def("is_initialized", [] { return rt().initialized(); });
+  m.def("world_announced", [] { return rt().world_announced(); }, unlocked);
   m.def("rank", [] { return rt().rank(); });
   m.def("size", [] { return rt().size(); });
   m.def("local_rank", [] { return rt().local_rank(); });

@@ -29,9 +29,18 @@ JobBootstrap environment_job_bootstrap() {
   auto client = std::make_shared<elastic::StoreClient>(settings->store_address, settings->secret,
                                                        std::chrono::seconds(60));
   client->hello(settings->facts.rank, settings->facts.hostname);
-  JobBootstrap job{settings->facts, std::make_shared<elastic::StoreRendezvous>(
-                                        client, settings->facts.rank, settings->facts.size,
-                                        settings->secret)};
+  // A spare started into a running job waits in its first fence until the others reach their
+  // next commit (they see the announced world then).
+  const auto join_wait = settings->joining ? std::chrono::hours(1) : std::chrono::hours(0);
+  JobBootstrap job;
+  job.facts = settings->facts;
+  job.rendezvous = std::make_shared<elastic::StoreRendezvous>(
+      client, settings->facts.rank, settings->rank_limit, settings->secret, join_wait);
+  job.announced_world = [client]() -> std::optional<AnnouncedWorld> {
+    auto a = client->announced_world();
+    if (!a) return std::nullopt;
+    return AnnouncedWorld{a->number, std::move(a->members)};
+  };
   return job;
 }
 

@@ -6,7 +6,9 @@ namespace riseml::runtime {
 
 JobBootstrap pmix_job_bootstrap() {
   std::shared_ptr<pmix::Session> session = pmix::init();
-  JobBootstrap job{session->facts(), std::make_shared<pmix::SessionRendezvous>(session)};
+  JobBootstrap job;
+  job.facts = session->facts();
+  job.rendezvous = std::make_shared<pmix::SessionRendezvous>(session);
   return job;
 }
 

@@ -18,12 +18,13 @@ struct Runtime::State {
   BootstrapFactory start_bootstrap;
   // From the first init() to finalize(); init() after shutdown() reuses it.
   std::optional<JobBootstrap> job;
-  int generation = 0;
+  int generation = 0;  // of setups on the bootstrap session; see adopt_announced_world
   // The job ranks in this world, in order (all of them unless an elastic init left some out),
   // the rendezvous that serves it, and the job ranks failures blamed since the last init.
   std::vector<int> members;
   std::shared_ptr<Rendezvous> world;
   std::vector<int> lost;
+  long long adopted_world = -1;  // the launcher's announced world these members came from
   RuntimeOptions options;  // the last init()'s, for the process sets
   HandleTable handles;
 
@@ -69,34 +70,66 @@ void Runtime::init(const RuntimeOptions& options) {
     std::lock_guard lock(s.mutex);
     if (s.engine) return;
   }
+  // The launcher's announced world, when it is newer than the one these members came from.
+  const auto adopt_announced_world = [](State& st) {
+    if (!st.job->announced_world) return false;
+    const std::optional<AnnouncedWorld> announced = st.job->announced_world();
+    if (!announced || announced->number <= st.adopted_world) return false;
+    st.members = announced->members;
+    st.adopted_world = announced->number;
+    // Rendezvous keys every member of the announced world agrees on: a worker that joins it
+    // has had no generations before (2^20 re-formations per announcement are plenty).
+    st.generation = static_cast<int>(std::min<long long>(announced->number, 1000)) << 20;
+    return true;
+  };
+
+  // The rendezvous of the members: the job's own when they are all of its ranks, else the
+  // members fencing among themselves.
+  const auto world_of = [](State& st) -> std::shared_ptr<Rendezvous> {
+    const int rank = st.job->facts.rank;
+    if (std::find(st.members.begin(), st.members.end(), rank) == st.members.end())
+      throw CollectiveError(ErrorKind::aborted,
+                            "riseml: this rank (" + std::to_string(rank) +
+                                ") was left out of the job by its peers (they found it dead or "
+                                "silent); it cannot rejoin");
+    const auto& job = *st.job->rendezvous;
+    bool all = static_cast<int>(st.members.size()) == job.size();
+    for (std::size_t i = 0; all && i < st.members.size(); ++i) all = st.members[i] == static_cast<int>(i);
+    if (all) return st.job->rendezvous;
+    return std::make_shared<SubsetRendezvous>(*st.job->rendezvous, st.members,
+                                              SubsetRendezvous::Fences::members);
+  };
   if (!s.job) {
     s.job = s.start_bootstrap();
     s.generation = 0;
     s.members.resize(static_cast<std::size_t>(s.job->facts.size));
     std::iota(s.members.begin(), s.members.end(), 0);
-    s.world = s.job->rendezvous;
+    s.adopted_world = -1;
+    adopt_announced_world(s);
+    s.world = world_of(s);
     s.lost.clear();
   } else {
     ++s.generation;
-  }
-  if (options.elastic && !s.lost.empty()) {
-    std::erase_if(s.members, [&](int r) {
-      return std::find(s.lost.begin(), s.lost.end(), r) != s.lost.end();
-    });
-    s.lost.clear();
-    if (std::find(s.members.begin(), s.members.end(), s.job->facts.rank) == s.members.end())
-      throw CollectiveError(ErrorKind::aborted,
-                            "riseml: this rank was left out of the job by its peers (they found "
-                            "it dead or silent); it cannot rejoin");
-    s.world = std::make_shared<SubsetRendezvous>(*s.job->rendezvous, s.members,
-                                                 SubsetRendezvous::Fences::members);
+    if (options.elastic) {
+      bool changed = adopt_announced_world(s);
+      if (!s.lost.empty()) {
+        std::erase_if(s.members, [&](int r) {
+          return std::find(s.lost.begin(), s.lost.end(), r) != s.lost.end();
+        });
+        s.lost.clear();
+        changed = true;
+      }
+      if (changed) s.world = world_of(s);
+    }
   }
   s.options = options;
   CommunicatorOptions communicator = options.communicator;
   communicator.rendezvous_prefix = job_rendezvous_prefix(s.generation);
   auto engine = std::make_shared<engine::Engine>(*s.world, communicator, options.engine);
   pmix::JobFacts facts = s.job->facts;
-  const bool regrouped = static_cast<int>(s.members.size()) != facts.size;
+  bool regrouped = static_cast<int>(s.members.size()) != facts.size;
+  for (std::size_t i = 0; !regrouped && i < s.members.size(); ++i)
+    regrouped = s.members[i] != static_cast<int>(i);
   if (regrouped) {
     facts.rank = s.world->rank();
     facts.size = s.world->size();
@@ -139,6 +172,22 @@ void Runtime::finalize() {
 bool Runtime::initialized() const {
   std::lock_guard lock(state_->mutex);
   return state_->engine && !state_->engine->stopped();
+}
+
+bool Runtime::world_announced() const {
+  State& s = *state_;
+  long long adopted = 0;
+  {
+    std::lock_guard lock(s.mutex);
+    if (!s.engine || !s.job || !s.job->announced_world) return false;
+    adopted = s.adopted_world;
+  }
+  try {
+    const auto announced = s.job->announced_world();
+    return announced && announced->number > adopted;
+  } catch (const std::exception&) {  // the launcher's store is gone: nothing to join
+    return false;
+  }
 }
 
 int Runtime::rank() const { return state_->fact(&pmix::JobFacts::rank); }

@@ -155,6 +155,45 @@ TEST(ElasticStore, SurvivorsFenceWithoutTheRankThatIsGoneAndTheWorldChangeIsRepo
   EXPECT_EQ(logged.changes.size(), 1u);
 }
 
+TEST(ElasticStore, AnnouncedWorldsAreNumberedAndAJoinerIsReported) {
+  Logged logged;
+  auto server = start_server(logged);
+  auto client = client_of(*server);
+  EXPECT_FALSE(client->announced_world().has_value());
+  server->announce_world({0, 1, 2});
+  server->announce_world({0, 2, 3});
+  const auto announced = client->announced_world();
+  ASSERT_TRUE(announced);
+  EXPECT_EQ(announced->number, 1);
+  EXPECT_EQ(announced->members, (std::vector<int>{0, 2, 3}));
+  // The world {0,1,2}, then {0,2,3}: rank 1 left and rank 3 joined, one change.
+  for (const std::vector<int>& world : {std::vector<int>{0, 1, 2}, std::vector<int>{0, 2, 3}}) {
+    std::vector<std::thread> members;
+    for (int r : world)
+      members.emplace_back([&, r] {
+        StoreRendezvous(client_of(*server), r, 4, secret_of(1)).fence_among(world, 5s);
+      });
+    for (auto& t : members) t.join();
+  }
+  ASSERT_EQ(logged.changes.size(), 1u);
+  EXPECT_EQ(logged.changes[0].left, std::vector<int>{1});
+  EXPECT_EQ(logged.changes[0].joined, std::vector<int>{3});
+}
+
+TEST(ElasticStore, AJoinersFirstFenceWaitsLongerThanItsTimeout) {
+  Logged logged;
+  auto server = start_server(logged);
+  StoreRendezvous joiner(client_of(*server), 3, 4, secret_of(1), 5s);
+  StoreRendezvous member(client_of(*server), 0, 4, secret_of(1));
+  std::thread late([&] {
+    std::this_thread::sleep_for(500ms);  // the others reach their commit later
+    member.fence_among({0, 3}, 5s);
+  });
+  EXPECT_NO_THROW(joiner.fence_among({0, 3}, 100ms));
+  late.join();
+  EXPECT_THROW(joiner.fence_among({0, 3}, 100ms), RendezvousError);  // only the first waits
+}
+
 TEST(ElasticStore, AFenceThatTimesOutNamesTheRanksThatNeverCame) {
   Logged logged;
   auto server = start_server(logged);

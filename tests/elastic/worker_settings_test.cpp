@@ -19,7 +19,7 @@ Lookup lookup_of(std::map<std::string, std::string> vars) {
 
 std::map<std::string, std::string> node_vars(int node_id, int procid) {
   std::map<std::string, std::string> vars;
-  for (const auto& [k, v] : worker_environment(NodeAssignment{"rml1:4711", std::string(64, 'a'), 2 * node_id, 6, node_id, 3}))
+  for (const auto& [k, v] : worker_environment(NodeAssignment{"rml1:4711", std::string(64, 'a'), 2 * node_id, 6, node_id, 3, 8, false}))
     vars[k] = v;
   vars["SLURM_PROCID"] = std::to_string(procid);
   vars["SLURM_NTASKS"] = "2";
@@ -44,6 +44,11 @@ TEST(ElasticWorkerSettings, RanksFollowTheNodeAndTheTask) {
   EXPECT_EQ(s->facts.num_nodes, 3);
   EXPECT_EQ(s->facts.hostname, "rml3");
   EXPECT_EQ(s->facts.job_id, "42");
+  EXPECT_EQ(s->rank_limit, 8);
+  EXPECT_FALSE(s->joining);
+  auto vars = node_vars(2, 1);
+  vars["RISEML_ELASTIC_JOINING"] = "1";
+  EXPECT_TRUE(worker_settings(lookup_of(vars), "h")->joining);
 }
 
 TEST(ElasticWorkerSettings, EveryBadVariableIsNamed) {
@@ -65,6 +70,9 @@ TEST(ElasticWorkerSettings, EveryBadVariableIsNamed) {
   }
   auto vars = node_vars(2, 1);
   vars["RISEML_ELASTIC_SIZE"] = "5";  // rank 5 of 5
+  EXPECT_THROW(worker_settings(lookup_of(vars), "h"), SettingsError);
+  vars = node_vars(2, 1);
+  vars["RISEML_ELASTIC_RANK_LIMIT"] = "4";  // fewer job ranks than the first world has
   EXPECT_THROW(worker_settings(lookup_of(vars), "h"), SettingsError);
 }
 

@@ -66,8 +66,10 @@ void run_ranks(const std::vector<pmix::JobFacts>& facts, const Body& body,
       try {
         Runtime rt([&, r] {
           if (bootstraps) ++*bootstraps;
-          return JobBootstrap{facts[static_cast<std::size_t>(r)],
-                              std::make_shared<InMemoryRendezvous>(hub, r)};
+          JobBootstrap job;
+          job.facts = facts[static_cast<std::size_t>(r)];
+          job.rendezvous = std::make_shared<InMemoryRendezvous>(hub, r);
+          return job;
         });
         rt.init(inproc());
         body(rt, r);

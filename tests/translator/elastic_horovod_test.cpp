@@ -152,8 +152,8 @@ TEST(ElasticScript, NodesNoKillAndTheirComment) {
                        "node(s) remain."))
       << script;
   EXPECT_TRUE(contains(script,
-                       "# Note: max_workers 4: 1 spare node(s) requested up front stay "
-                       "idle; riseml-elastic does not yet take them into a running job."))
+                       "# Note: max_workers 4: 1 spare node(s) requested up front wait "
+                       "idle; riseml-elastic starts one when a node leaves."))
       << script;
   EXPECT_TRUE(contains(script,
                        "# Project p: elastic Horovod data-parallel, 3 node(s) x 2 "

@@ -29,6 +29,13 @@ class StoreClient {
   std::vector<int> fence(const std::string& name, const std::vector<int>& members, int rank,
                          std::chrono::milliseconds timeout);
 
+  struct AnnouncedWorld {
+    long long number = 0;
+    std::vector<int> members;
+  };
+  // The world riseml-elastic announced last (StoreServer::announce_world); nullopt if none.
+  std::optional<AnnouncedWorld> announced_world();
+
  private:
   struct Answer {
     unsigned char op;

@@ -15,8 +15,12 @@ namespace riseml::elastic {
 
 class StoreRendezvous : public Rendezvous {
  public:
+  // `size`: how many job ranks there can be (ranks are never reused: a joining worker takes
+  // new ones). `first_fence_wait`: how long the first fence may wait at least (a worker that
+  // joins a running job waits for the others to reach their next commit).
   StoreRendezvous(std::shared_ptr<StoreClient> client, int rank, int size,
-                  std::vector<std::byte> secret);
+                  std::vector<std::byte> secret,
+                  std::chrono::milliseconds first_fence_wait = std::chrono::milliseconds(0));
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -33,6 +37,7 @@ class StoreRendezvous : public Rendezvous {
   int size_;
   std::vector<std::byte> secret_;
   std::map<std::vector<int>, long long> fences_;  // how many fences each member list held
+  std::chrono::milliseconds first_fence_wait_;
 };
 
 }  // namespace riseml::elastic

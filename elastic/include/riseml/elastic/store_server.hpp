@@ -15,10 +15,11 @@
 
 namespace riseml::elastic {
 
-// A fence completed among fewer ranks than the one before it: the world re-formed.
+// A fence completed among other ranks than the one before it: the world re-formed.
 struct WorldChange {
   std::vector<int> members;            // job ranks of the new world
   std::vector<int> left;               // job ranks of the last world that are not in it
+  std::vector<int> joined;             // job ranks in it that the last world did not have
   std::map<int, std::string> hosts;    // each rank's host, as its worker said hello
 };
 
@@ -42,6 +43,9 @@ class StoreServer {
   StoreServer& operator=(const StoreServer&) = delete;
 
   std::string address() const;  // "a.b.c.d:port", for the workers
+  // Tells the workers the world to form at their next re-formation (and a joining worker the
+  // world it joins): the key "world" holds "<number>:<ranks>", numbered from 0.
+  void announce_world(const std::vector<int>& members);
   std::map<int, std::string> hosts() const;
 
  private:

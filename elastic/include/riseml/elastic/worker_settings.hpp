@@ -23,6 +23,8 @@ struct WorkerSettings {
   std::string store_address;  // host:port
   std::vector<std::byte> secret;
   pmix::JobFacts facts;
+  int rank_limit = 1;    // job ranks there can be: every node of the allocation's tasks
+  bool joining = false;  // a spare started into a running job
 };
 
 // nullopt unless RISEML_ELASTIC_STORE is set. Throws SettingsError naming the variable that is
@@ -38,6 +40,8 @@ struct NodeAssignment {
   int size = 1;
   int node_id = 0;
   int num_nodes = 1;
+  int rank_limit = 1;
+  bool joining = false;
 };
 std::vector<std::pair<std::string, std::string>> worker_environment(const NodeAssignment& a);
 

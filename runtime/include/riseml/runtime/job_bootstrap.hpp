@@ -8,13 +8,24 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
+#include <vector>
 
 namespace riseml::runtime {
+
+// The world a launcher announced (riseml-elastic: the first one, then one for each spare that
+// joins): the job ranks in it, numbered announcements.
+struct AnnouncedWorld {
+  long long number = 0;
+  std::vector<int> members;
+};
 
 struct JobBootstrap {
   pmix::JobFacts facts;
   // Owns the bootstrap session: it ends when the last owner lets go.
   std::shared_ptr<Rendezvous> rendezvous;
+  // The launcher's last announced world; empty (or nullopt) when it announces none (PMIx).
+  std::function<std::optional<AnnouncedWorld>()> announced_world;
 };
 
 // Called once, at the first init() (and again at the init() after a finalize()).

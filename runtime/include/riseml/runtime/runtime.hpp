@@ -49,6 +49,10 @@ class Runtime {
   // Horovod's six numbers. Throw CollectiveError(invalid_argument) before init(). cross_rank
   // and cross_size follow Horovod's definition (common/horovod_ranks.hpp) and throw
   // CollectiveError(setup), naming the rank and host, when the launcher's facts contradict it.
+  // True when the launcher announced a world this process has not formed yet (a spare joins):
+  // hvd.elastic's check_host_updates raises HostsUpdatedInterrupt then, and the next elastic
+  // init() forms it. False when the launcher announces none or cannot be asked.
+  bool world_announced() const;
   int rank() const;
   int size() const;
   int local_rank() const;
