@@ -1,6 +1,7 @@
 #include "allocation_nodes.hpp"
 
-#include <fcntl.h>
+#include "piped_child.hpp"
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,25 +12,18 @@
 namespace riseml::elastic {
 
 std::vector<std::string> allocation_nodes(const std::string& nodelist) {
-  int out[2];
-  if (::pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error("pipe2 failed");
-  const pid_t pid = ::fork();
-  if (pid < 0) throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
-  if (pid == 0) {
-    ::dup2(out[1], STDOUT_FILENO);
-    // No shell: the list goes to scontrol as one argument, whatever it holds.
-    ::execlp("scontrol", "scontrol", "show", "hostnames", nodelist.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  ::close(out[1]);
+  // No shell: the list goes to scontrol as one argument, whatever it holds.
+  const PipedChild child = start_piped({"scontrol", "show", "hostnames", nodelist}, {}, false);
+  const int output = child.output;
+  const pid_t pid = child.pid;
   std::string text;
   char buf[4096];
-  for (ssize_t n; (n = ::read(out[0], buf, sizeof buf)) != 0;) {
+  for (ssize_t n; (n = ::read(output, buf, sizeof buf)) != 0;) {
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 || text.size() > (1 << 22)) break;
     text.append(buf, static_cast<std::size_t>(n));
   }
-  ::close(out[0]);
+  ::close(output);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }

@@ -1,6 +1,7 @@
 #include "supervisor.hpp"
 
-#include <fcntl.h>
+#include "piped_child.hpp"
+
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -95,28 +96,10 @@ void start(Step& step, const std::vector<std::string>& argv,
   for (const auto& [k, v] : extra) env[k] = v;
   std::vector<std::string> env_strings;
   for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
-  std::vector<char*> envp, args;
-  for (auto& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> argv_copy = argv;
-  for (auto& s : argv_copy) args.push_back(s.data());
-  args.push_back(nullptr);
-  int out[2];
-  if (::pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error("pipe2 failed");
-  const pid_t pid = ::fork();
-  if (pid < 0) throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
-  if (pid == 0) {
-    ::dup2(out[1], STDOUT_FILENO);
-    ::dup2(out[1], STDERR_FILENO);
-    ::execvpe(args[0], args.data(), envp.data());
-    const std::string why = std::string("riseml-elastic: cannot run ") + args[0] + ": " +
-                            std::strerror(errno) + "\n";
-    (void)!::write(STDERR_FILENO, why.data(), why.size());
-    ::_exit(127);
-  }
-  ::close(out[1]);
+  const PipedChild child = start_piped(argv, env_strings, true);
+  const pid_t pid = child.pid;
   step.pid = pid;
-  const int fd = out[0];
+  const int fd = child.output;
   step.reader = std::thread([fd, plan = step.plan, &log, closed = step.output_closed] {
     std::string pending;
     char buf[65536];
