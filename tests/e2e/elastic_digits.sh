@@ -86,6 +86,12 @@ if [ "$fault" = spare ]; then
     grep -q "riseml-elastic: .* the world re-formed: 3 workers on 3 node(s) (.*${testbed_nodes[3]}); joined: rank(s) 3" "$log" ||
     fail "the spare did not join:"$'\n'"$(cat "$log")"
 fi
+# riseml status shows the workers the job ended with and the node that left.
+status=$(timeout 30 "$riseml" status "$job" 2>&1) || fail "riseml status $job: $status"
+want_nodes="${testbed_nodes[0]}, ${testbed_nodes[1]}"
+[ "$fault" = spare ] && want_nodes="$want_nodes, ${testbed_nodes[3]}"
+grep -q "elastic: $final workers on $want_nodes; left: $victim" <<<"$status" ||
+  fail "riseml status $job does not show the membership (want 'elastic: $final workers on $want_nodes; left: $victim'):"$'\n'"$status"
 report=$(cat "$dir/report.json")
 python3 - "$dir/report.json" "$final" "$resets" <<'PY' || fail "report: $report"$'\n'"$(cat "$log")"
 import json, sys

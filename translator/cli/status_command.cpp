@@ -2,9 +2,11 @@
 // (and sacct --json where accounting is on): id, project, state, age, nodes x processes, and
 // per sweep experiment its parameters, per distributed TensorFlow job its roles.
 #include <ctime>
+#include <fstream>
 #include <map>
 #include <iostream>
 
+#include "../elastic_membership.hpp"
 #include "../parameter_sweep.hpp"
 #include "../printable_text.hpp"
 #include "commands.hpp"
@@ -58,10 +60,29 @@ std::string roles_text(const RisemlJob& job, const Experiment& e) {
   return s + " (one allocation)";
 }
 
+// An elastic job's workers, from riseml-elastic's lines in its log (the last MiB is plenty).
+std::optional<std::string> elastic_text(const SlurmJob& r) {
+  std::ifstream in(expand_output_path(r, r.stdout_pattern), std::ios::binary);
+  if (!in) return std::nullopt;
+  in.seekg(0, std::ios::end);
+  const auto size = static_cast<long long>(in.tellg());
+  const long long keep = 1 << 20;
+  in.seekg(size > keep ? size - keep : 0);
+  std::string tail(static_cast<std::size_t>(size > keep ? keep : std::max(size, 0LL)), '\0');
+  in.read(tail.data(), static_cast<std::streamsize>(tail.size()));
+  tail.resize(static_cast<std::size_t>(in.gcount()));
+  const auto text = elastic_membership(tail);
+  if (!text) return std::nullopt;
+  return printable(*text);
+}
+
 std::string details(const RisemlJob& job, const Experiment& e) {
   std::string s = roles_text(job, e);
   if (s.empty()) s = parameters_text(job, e);
-  if (s.empty() && !e.main().nodes.empty()) s = "on " + e.main().nodes;
+  if (const auto elastic = elastic_text(e.main()))
+    s += std::string(s.empty() ? "" : "; ") + *elastic;
+  else if (s.empty() && !e.main().nodes.empty())
+    s = "on " + e.main().nodes;
   if (e.main().restarts > 0)
     s += std::string(s.empty() ? "" : "; ") + "requeued " + std::to_string(e.main().restarts) + "x";
   return s;
