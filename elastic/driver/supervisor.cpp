@@ -82,6 +82,7 @@ struct Step {
   std::shared_ptr<std::atomic<bool>> output_closed = std::make_shared<std::atomic<bool>>(false);
   std::chrono::steady_clock::time_point term_sent{};
   bool killed = false;
+  bool joining = false;  // a spare started into a running world, not in a formed world yet
 };
 
 // Forks the node's srun with its output on a pipe; the reader thread relabels it.
@@ -153,9 +154,31 @@ int supervise(const DriverOptions& options, const JobPlan& plan, const std::stri
     log.say("spare nodes: " + spare_names + " (one joins when a node leaves)");
   }
 
-  std::optional<int> first_failure;
-  std::optional<std::chrono::steady_clock::time_point> first_finish;
+  std::vector<int> world = first_world;  // the last world the workers formed
   bool ending = false;
+  std::optional<std::chrono::steady_clock::time_point> first_finish;
+  // A spare's workers, with new ranks (ranks are never reused), into the world announced for
+  // the others' next commit.
+  const auto start_spare = [&] {
+    if (spares.empty() || ending || first_finish) return;
+    NodePlan spare{spares.front(), next_node_id++, next_rank, options.tasks_per_node};
+    spares.pop_front();
+    next_rank += spare.tasks;
+    std::vector<int> next = world;
+    std::string ranks;
+    for (int r = spare.rank_base; r < spare.rank_base + spare.tasks; ++r) {
+      next.push_back(r);
+      ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+    }
+    links.announce_world(next);
+    Step& step = steps.emplace_back();
+    step.plan = spare;
+    step.joining = true;
+    start(step, srun_command(spare, options, job_id), links.node_environment(spare, true), log);
+    log.say("spare node " + spare.node + " joins as rank(s) " + ranks + ": the world of " +
+            std::to_string(next.size()) + " workers forms at the others' next commit");
+  };
+  std::optional<int> first_failure;
   int end_code = 0;
   const auto training = [&] {
     int n = 0;
@@ -175,6 +198,7 @@ int supervise(const DriverOptions& options, const JobPlan& plan, const std::stri
     int status = 0;
     const pid_t pid = ::waitpid(-1, &status, WNOHANG);
     if (pid > 0) {
+      bool try_next_spare = false;
       for (auto& s : steps) {
         if (s.pid != pid) continue;
         s.pid = -1;
@@ -185,6 +209,15 @@ int supervise(const DriverOptions& options, const JobPlan& plan, const std::stri
           if (!first_finish) first_finish = std::chrono::steady_clock::now();
         } else if (s.term_sent != std::chrono::steady_clock::time_point{}) {
           log.say("node " + s.plan.node + ": its step ended (" + describe_status(status) + ")");
+        } else if (!ok && s.joining) {
+          // It never joined: the others must not wait for it. They keep the world they have
+          // (announced anew), and the next spare, if any, is tried.
+          s.joining = false;
+          s.state = Step::State::failed;
+          log.say("spare node " + s.plan.node + " failed before it joined (" + describe_status(status) +
+                  "): the world stays " + std::to_string(world.size()) + " workers");
+          links.announce_world(world);
+          try_next_spare = true;  // after this loop: it adds a step
         } else if (!ok) {
           if (s.state == Step::State::running) {
             s.state = Step::State::failed;
@@ -195,6 +228,7 @@ int supervise(const DriverOptions& options, const JobPlan& plan, const std::stri
           if (!first_failure) first_failure = exit_code_of(status);
         }
       }
+      if (try_next_spare) start_spare();
       continue;
     }
     for (const WorldChange& change : links.take_world_changes()) {
@@ -235,23 +269,11 @@ int supervise(const DriverOptions& options, const JobPlan& plan, const std::stri
       }
       // A node left and a spare waits: its workers join with new ranks (ranks are never
       // reused), into the world announced for the others' next commit.
-      if (!change.left.empty() && !spares.empty() && !ending && !first_finish) {
-        NodePlan spare{spares.front(), next_node_id++, next_rank, options.tasks_per_node};
-        spares.pop_front();
-        next_rank += spare.tasks;
-        std::vector<int> world = change.members;
-        std::string ranks;
-        for (int r = spare.rank_base; r < spare.rank_base + spare.tasks; ++r) {
-          world.push_back(r);
-          ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
-        }
-        links.announce_world(world);
-        Step& step = steps.emplace_back();
-        step.plan = spare;
-        start(step, srun_command(spare, options, job_id), links.node_environment(spare, true), log);
-        log.say("spare node " + spare.node + " joins as rank(s) " + ranks + ": the world of " +
-                std::to_string(world.size()) + " workers forms at the others' next commit");
-      }
+      world = change.members;
+      for (auto& s : steps)
+        if (s.joining && std::binary_search(world.begin(), world.end(), s.plan.rank_base))
+          s.joining = false;
+      if (!change.left.empty()) start_spare();
     }
     if (!ending && !first_finish && training() < options.min_workers) {
       ending = true;

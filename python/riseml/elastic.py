@@ -161,6 +161,18 @@ class ObjectState(State):
             setattr(self, name, value)
 
 
+def _reset_until_formed(reset, attempts=3):
+    """A new world may fail to form when a member it was announced with never comes (a spare
+    that died on its way in); the launcher then announces the world without it: try again."""
+    for attempt in range(attempts):
+        try:
+            reset()
+            return
+        except HorovodInternalError:
+            if attempt == attempts - 1:
+                raise
+
+
 def run_fn(func, reset):
     """Wraps `func(state, ...)` so that it survives membership changes (see the module's
     docstring); `reset` re-forms the world."""
@@ -181,7 +193,7 @@ def run_fn(func, reset):
                     skip_sync = False
                 except HostsUpdatedInterrupt as e:
                     skip_sync = e.skip_sync
-                reset()
+                _reset_until_formed(reset)
                 state.on_reset()
         finally:
             with _listeners_lock:
