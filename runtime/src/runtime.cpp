@@ -14,6 +14,16 @@
 
 namespace riseml::runtime {
 
+namespace {
+// True when `members` are exactly the ranks 0 .. n-1, in order.
+bool are_ranks_from_zero(const std::vector<int>& members, int n) {
+  if (static_cast<int>(members.size()) != n) return false;
+  for (std::size_t i = 0; i < members.size(); ++i)
+    if (members[i] != static_cast<int>(i)) return false;
+  return true;
+}
+}  // namespace
+
 struct Runtime::State {
   BootstrapFactory start_bootstrap;
   // From the first init() to finalize(); init() after shutdown() reuses it.
@@ -92,10 +102,7 @@ void Runtime::init(const RuntimeOptions& options) {
                             "riseml: this rank (" + std::to_string(rank) +
                                 ") was left out of the job by its peers (they found it dead or "
                                 "silent); it cannot rejoin");
-    const auto& job = *st.job->rendezvous;
-    bool all = static_cast<int>(st.members.size()) == job.size();
-    for (std::size_t i = 0; all && i < st.members.size(); ++i) all = st.members[i] == static_cast<int>(i);
-    if (all) return st.job->rendezvous;
+    if (are_ranks_from_zero(st.members, st.job->rendezvous->size())) return st.job->rendezvous;
     return std::make_shared<SubsetRendezvous>(*st.job->rendezvous, st.members,
                                               SubsetRendezvous::Fences::members);
   };
@@ -127,9 +134,7 @@ void Runtime::init(const RuntimeOptions& options) {
   communicator.rendezvous_prefix = job_rendezvous_prefix(s.generation);
   auto engine = std::make_shared<engine::Engine>(*s.world, communicator, options.engine);
   pmix::JobFacts facts = s.job->facts;
-  bool regrouped = static_cast<int>(s.members.size()) != facts.size;
-  for (std::size_t i = 0; !regrouped && i < s.members.size(); ++i)
-    regrouped = s.members[i] != static_cast<int>(i);
+  const bool regrouped = !are_ranks_from_zero(s.members, facts.size);
   if (regrouped) {
     facts.rank = s.world->rank();
     facts.size = s.world->size();

@@ -327,14 +327,28 @@ std::string slurp(const fs::path& p) {
 }
 
 // One trial: returns false (and prints why) when it failed.
-bool run_trial(Mode mode, bool stop, int ranks, std::chrono::milliseconds timeout,
-               std::mt19937_64& rng, int trial, bool verbose, Tally& tally) {
+// A fresh folder for one trial's files (the ranks' errors, culprits, wrong results).
+fs::path new_trial_dir() {
   char templ[] = "/tmp/riseml-fault-XXXXXX";
   if (!::mkdtemp(templ)) {
     std::perror("mkdtemp");
     std::exit(2);
   }
-  const fs::path dir = templ;
+  return templ;
+}
+
+// Waits for child `pid` to end until `deadline`; false (it hung) when it did not.
+bool wait_until(pid_t pid, Clock::time_point deadline, int& status) {
+  while (::waitpid(pid, &status, WNOHANG) == 0) {
+    if (Clock::now() > deadline) return false;
+    std::this_thread::sleep_for(1ms);
+  }
+  return true;
+}
+
+bool run_trial(Mode mode, bool stop, int ranks, std::chrono::milliseconds timeout,
+               std::mt19937_64& rng, int trial, bool verbose, Tally& tally) {
+  const fs::path dir = new_trial_dir();
   const std::uint64_t seed = rng();
   const int connections = mode == Mode::tcp ? 1 + static_cast<int>(rng() % 3) : 1;
   std::vector<pid_t> pids;
@@ -396,14 +410,7 @@ bool run_trial(Mode mode, bool stop, int ranks, std::chrono::milliseconds timeou
     if (p < 0) continue;
     ++tally.survivors;
     int status = 0;
-    bool hung = false;
-    while (::waitpid(p, &status, WNOHANG) == 0) {
-      if (Clock::now() - killed > timeout + 3s) {
-        hung = true;
-        break;
-      }
-      std::this_thread::sleep_for(1ms);
-    }
+    const bool hung = !wait_until(p, killed + timeout + 3s, status);
     const std::string tag = what + (stop ? ", stopped rank " : ", killed rank ") +
                             std::to_string(victim) + ": rank " + std::to_string(r);
     if (hung) {
@@ -454,12 +461,7 @@ bool run_trial(Mode mode, bool stop, int ranks, std::chrono::milliseconds timeou
 // meet), never return wrong data, and finish its third world.
 bool run_elastic_trial(bool stop, int ranks, std::chrono::milliseconds timeout,
                        std::mt19937_64& rng, int trial, bool verbose, Tally& tally) {
-  char templ[] = "/tmp/riseml-fault-XXXXXX";
-  if (!::mkdtemp(templ)) {
-    std::perror("mkdtemp");
-    std::exit(2);
-  }
-  const fs::path dir = templ;
+  const fs::path dir = new_trial_dir();
   const std::uint64_t seed = rng();
   std::vector<pid_t> pids;
   for (int r = 0; r < ranks; ++r) {
@@ -521,14 +523,7 @@ bool run_elastic_trial(bool stop, int ranks, std::chrono::milliseconds timeout,
     pid_t& p = pids[static_cast<std::size_t>(r)];
     ++tally.survivors;
     int status = 0;
-    bool hung = false;
-    while (::waitpid(p, &status, WNOHANG) == 0) {
-      if (Clock::now() - last_kill > timeout + 20s) {
-        hung = true;
-        break;
-      }
-      std::this_thread::sleep_for(1ms);
-    }
+    const bool hung = !wait_until(p, last_kill + timeout + 20s, status);
     const std::string tag = what + ", victims " + std::to_string(victims[0]) + " then " +
                             std::to_string(victims[1]) + ": rank " + std::to_string(r);
     if (hung) {
