@@ -127,10 +127,6 @@ StoreClient::Answer StoreClient::call(unsigned char op, std::vector<std::string>
   return Answer{answer->op, std::move(answer->fields)};
 }
 
-void StoreClient::hello(int rank, const std::string& host) {
-  call(p::hello, {std::to_string(rank), host}, std::chrono::milliseconds(0));
-}
-
 void StoreClient::put(const std::string& key, const std::string& value) {
   call(p::put, {key, value}, std::chrono::milliseconds(0));
 }

@@ -34,7 +34,6 @@ bool mac_equal(const Mac& a, const Mac& b);  // constant time
 Nonce random_nonce();
 
 enum Op : unsigned char {
-  hello = 'H',  // rank, host
   put = 'P',    // key, value
   get = 'G',    // key
   fence = 'F',  // name, timeout ms, rank, members (comma-separated ranks)

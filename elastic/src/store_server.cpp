@@ -17,6 +17,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <iterator>
+#include <map>
 #include <mutex>
 #include <set>
 #include <stdexcept>
@@ -54,7 +55,6 @@ struct StoreServer::Impl {
   bool stopping = false;
   std::map<std::string, std::string> values;
   std::map<std::string, Fence> fences;
-  std::map<int, std::string> hosts;
   std::vector<int> last_world;  // members of the last completed fence
   long long announcements = 0;
   std::set<int> connections;
@@ -125,13 +125,6 @@ struct StoreServer::Impl {
       return reply(p::refused, {why});
     };
     switch (m.op) {
-      case p::hello: {
-        const auto rank = m.fields.size() == 2 ? p::parse_count(m.fields[0]) : std::nullopt;
-        if (!rank || *rank >= (1 << 24)) return refuse("a hello needs a rank and a host");
-        std::lock_guard lock(mutex);
-        hosts[static_cast<int>(*rank)] = m.fields[1].substr(0, 255);
-        return reply(p::ok);
-      }
       case p::put: {
         if (m.fields.size() != 2) return refuse("a put needs a key and a value");
         std::lock_guard lock(mutex);
@@ -197,7 +190,6 @@ struct StoreServer::Impl {
                         std::back_inserter(change.left));
     std::set_difference(members.begin(), members.end(), last_world.begin(), last_world.end(),
                         std::back_inserter(change.joined));
-    change.hosts = hosts;
     // Every fence of a job is among the members of its world (process sets fence the world).
     last_world = members;
     if (options.on_world_change) options.on_world_change(change);
@@ -249,9 +241,5 @@ void StoreServer::announce_world(const std::vector<int>& members) {
   impl_->values["world"] = std::to_string(impl_->announcements++) + ":" + p::format_ranks(members);
 }
 
-std::map<int, std::string> StoreServer::hosts() const {
-  std::lock_guard lock(impl_->mutex);
-  return impl_->hosts;
-}
 
 }  // namespace riseml::elastic

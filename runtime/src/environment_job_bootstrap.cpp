@@ -28,7 +28,6 @@ JobBootstrap environment_job_bootstrap() {
   // The driver's store is up before any worker starts; a minute covers a slow node's start.
   auto client = std::make_shared<elastic::StoreClient>(settings->store_address, settings->secret,
                                                        std::chrono::seconds(60));
-  client->hello(settings->facts.rank, settings->facts.hostname);
   // A spare started into a running job waits in its first fence until the others reach their
   // next commit (they see the announced world then).
   const auto join_wait = settings->joining ? std::chrono::hours(1) : std::chrono::hours(0);

@@ -128,10 +128,7 @@ TEST(ElasticStore, SurvivorsFenceWithoutTheRankThatIsGoneAndTheWorldChangeIsRepo
   Logged logged;
   auto server = start_server(logged);
   std::vector<std::shared_ptr<StoreClient>> clients;
-  for (int r = 0; r < 3; ++r) {
-    clients.push_back(client_of(*server));
-    clients.back()->hello(r, "node" + std::to_string(r));
-  }
+  for (int r = 0; r < 3; ++r) clients.push_back(client_of(*server));
   std::vector<std::unique_ptr<StoreRendezvous>> ranks;
   for (int r = 0; r < 3; ++r)
     ranks.push_back(std::make_unique<StoreRendezvous>(clients[static_cast<std::size_t>(r)], r, 3, secret_of(1)));
@@ -147,7 +144,6 @@ TEST(ElasticStore, SurvivorsFenceWithoutTheRankThatIsGoneAndTheWorldChangeIsRepo
   ASSERT_EQ(logged.changes.size(), 1u);
   EXPECT_EQ(logged.changes[0].members, (std::vector<int>{0, 2}));
   EXPECT_EQ(logged.changes[0].left, (std::vector<int>{1}));
-  EXPECT_EQ(logged.changes[0].hosts.at(1), "node1");
   // The same world again is no change.
   std::thread again([&] { ranks[0]->fence_among({0, 2}, 5s); });
   ranks[2]->fence_among({0, 2}, 5s);
@@ -255,7 +251,7 @@ TEST(ElasticStore, MalformedRequestsAreRefusedAndOversizedFramesEndTheConnection
       {protocol::fence, {"f", "100", "1", "2,1"}},     // not sorted
       {protocol::fence, {"f", "-1", "1", "1"}},        // not a number
       {protocol::fence, {"f", "100", "1", "1,,2"}},    // empty item
-      {protocol::hello, {"99999999999", "h"}}};
+      {'H', {"99999999999", "h"}}};
   for (const auto& m : bad) {
     ASSERT_TRUE(protocol::send_frame(fd.get(), m, d));
     const auto answer = protocol::receive_frame(fd.get(), d);

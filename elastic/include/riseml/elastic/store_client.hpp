@@ -21,7 +21,6 @@ class StoreClient {
   StoreClient(std::string address, std::vector<std::byte> secret, std::chrono::milliseconds timeout);
 
   const std::string& address() const { return address_; }
-  void hello(int rank, const std::string& host);
   void put(const std::string& key, const std::string& value);
   std::optional<std::string> get(const std::string& key);
   // Returns once every member entered the fence `name`; else, after `timeout`, the members that

@@ -8,7 +8,6 @@
 #include <chrono>
 #include <cstddef>
 #include <functional>
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,7 +19,6 @@ struct WorldChange {
   std::vector<int> members;            // job ranks of the new world
   std::vector<int> left;               // job ranks of the last world that are not in it
   std::vector<int> joined;             // job ranks in it that the last world did not have
-  std::map<int, std::string> hosts;    // each rank's host, as its worker said hello
 };
 
 struct StoreServerOptions {
@@ -46,7 +44,6 @@ class StoreServer {
   // Tells the workers the world to form at their next re-formation (and a joining worker the
   // world it joins): the key "world" holds "<number>:<ranks>", numbered from 0.
   void announce_world(const std::vector<int>& members);
-  std::map<int, std::string> hosts() const;
 
  private:
   struct Impl;
