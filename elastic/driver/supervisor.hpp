@@ -1,11 +1,14 @@
-// The elastic driver's watch over its workers: one srun step per node, their output relabelled
-// with job ranks, a log line for every membership change (a node's step ended, the world
-// re-formed without some ranks), and the end of the job when fewer than --min-workers nodes
-// still train, or after the others finished well and --grace passed.
+// The elastic driver's watch over its workers: it starts them (one srun step per node, or one
+// process per worker with --launcher local), relabels their output with job ranks, feeds what
+// happens (exits, survivors' failure reports, workers that are up, discovered hosts, worlds that
+// formed) to the WorldPlanner, carries out its decisions (start, announce, stop, end), logs every
+// membership change, and ends the job after the first host's workers finished well and --grace
+// passed.
 #pragma once
 
 #include "driver_options.hpp"
-#include "node_plan.hpp"
+#include "host_list.hpp"
+#include "world_planner.hpp"
 
 #include <riseml/elastic/store_server.hpp>
 
@@ -21,21 +24,26 @@ class DriverLog;
 
 // What the supervisor needs of the rest of the driver.
 struct SupervisorLinks {
-  // The variables a node's step gets beside the driver's own (the store, the ranks; `joining`:
-  // a spare started into a running job).
-  std::function<std::vector<std::pair<std::string, std::string>>(const NodePlan&, bool joining)>
-      node_environment;
-  // The world changes the store saw since the last call.
+  // The variables a host's workers get beside the driver's own (the store, the ranks).
+  // `local_rank`: the worker's index on its host with --launcher local; -1 for an srun step
+  // (srun numbers its tasks).
+  std::function<std::vector<std::pair<std::string, std::string>>(const StartWorkers&, int local_rank)>
+      worker_environment;
+  // The hosts to use now (the static list, or the discovery script's answer). Throws
+  // std::runtime_error saying why there is no answer.
+  std::function<std::vector<HostSlots>()> discover_hosts;
+  // What the store heard since the last call.
   std::function<std::vector<WorldChange>()> take_world_changes;
-  // Tells the workers the world to form next (a spare joins).
-  std::function<void(const std::vector<int>&)> announce_world;
+  std::function<std::vector<FailureReport>()> take_failure_reports;
+  std::function<std::vector<int>()> take_ready_workers;
+  // Tells the workers the world to form next, or the number of one that is coming.
+  std::function<void(const Announcement&)> announce_world;
+  std::function<void(long long)> announce_pending;
 };
 
-// Runs the job to its end and returns the driver's exit status. When the world loses a node
-// and the allocation has a spare, the spare's workers are started with new ranks and the world
-// with them is announced: the workers form it at their next commit.
-int supervise(const DriverOptions& options, const JobPlan& plan, const std::string& job_id,
-              DriverLog& log, const SupervisorLinks& links);
+// Runs the job to its end and returns the driver's exit status.
+int supervise(const DriverOptions& options, const std::string& job_id, DriverLog& log,
+              const SupervisorLinks& links);
 
 // Lines from the driver and from the workers, whole, one writer at a time.
 class DriverLog {

@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <thread>
@@ -142,10 +143,38 @@ std::optional<StoreClient::AnnouncedWorld> StoreClient::announced_world() {
   const auto text = get("world");
   if (!text) return std::nullopt;
   const auto colon = text->find(':');
-  const auto number = colon == std::string::npos ? std::nullopt : p::parse_count(text->substr(0, colon));
-  const auto members = number ? p::parse_ranks(text->substr(colon + 1)) : std::nullopt;
+  const auto second = colon == std::string::npos ? std::string::npos : text->find(':', colon + 1);
+  const auto number = second == std::string::npos ? std::nullopt : p::parse_count(text->substr(0, colon));
+  const auto members = number ? p::parse_ranks(text->substr(colon + 1, second - colon - 1)) : std::nullopt;
   if (!members || members->empty()) fail("the announced world makes no sense: '" + text->substr(0, 80) + "'");
-  return AnnouncedWorld{*number, *members};
+  return AnnouncedWorld{*number, *members, text->substr(second + 1)};
+}
+
+std::optional<long long> StoreClient::pending_world() {
+  const auto text = get("pending");
+  if (!text) return std::nullopt;
+  const auto number = p::parse_count(*text);
+  if (!number) fail("the pending world makes no sense: '" + text->substr(0, 80) + "'");
+  return *number;
+}
+
+StoreClient::AnnouncedWorld StoreClient::join(int rank, std::chrono::milliseconds timeout) {
+  put(std::string(p::ready_key_prefix) + std::to_string(rank), "");
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    if (auto world = announced_world();
+        world && std::find(world->members.begin(), world->members.end(), rank) != world->members.end())
+      return *world;
+    if (std::chrono::steady_clock::now() > deadline)
+      fail("rank " + std::to_string(rank) + " joined, but no world with it was announced within " +
+           std::to_string(std::chrono::duration_cast<std::chrono::seconds>(timeout).count()) + " s");
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+void StoreClient::report_failure(int rank, long long world, const std::vector<int>& culprits) {
+  put(std::string(p::failure_key_prefix) + std::to_string(rank),
+      std::to_string(world < 0 ? 0 : world) + ":" + p::format_ranks(culprits));
 }
 
 std::vector<int> StoreClient::fence(const std::string& name, const std::vector<int>& members,

@@ -46,6 +46,11 @@ enum Reply : unsigned char {
   refused = 'E',  // a message: the request made no sense
 };
 
+// A worker's failure report is a put under this prefix (see FailureReport).
+constexpr std::string_view failure_key_prefix = "failure.";
+// A joining worker's "I am up" is a put under this prefix (ready.<rank>).
+constexpr std::string_view ready_key_prefix = "ready.";
+
 struct Message {
   unsigned char op = 0;
   std::vector<std::string> fields;

@@ -19,6 +19,7 @@
 #include <iterator>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <thread>
@@ -127,6 +128,13 @@ struct StoreServer::Impl {
     switch (m.op) {
       case p::put: {
         if (m.fields.size() != 2) return refuse("a put needs a key and a value");
+        if (m.fields[0].starts_with(p::failure_key_prefix)) return failure_report(m, refuse);
+        if (m.fields[0].starts_with(p::ready_key_prefix)) {
+          const auto rank = p::parse_count(std::string_view(m.fields[0]).substr(p::ready_key_prefix.size()));
+          if (!rank || *rank > (1 << 24)) return refuse("a ready report needs ready.<rank>");
+          if (options.on_worker_ready) options.on_worker_ready(static_cast<int>(*rank));
+          return reply(p::ok);
+        }
         std::lock_guard lock(mutex);
         values[m.fields[0]] = m.fields[1];
         return reply(p::ok);
@@ -143,6 +151,24 @@ struct StoreServer::Impl {
       default:
         return refuse("unknown operation");
     }
+  }
+
+  // "failure.<rank>" = "<world>:<culprits>": handed to the driver, not kept.
+  template <typename Refuse>
+  p::Message failure_report(const p::Message& m, Refuse refuse) {
+    const std::string& key = m.fields[0];
+    const std::string& value = m.fields[1];
+    const auto rank = p::parse_count(std::string_view(key).substr(p::failure_key_prefix.size()));
+    const auto colon = value.find(':');
+    const auto world = colon == std::string::npos ? std::nullopt
+                                                  : p::parse_count(value.substr(0, colon));
+    std::optional<std::vector<int>> culprits;
+    if (world) culprits = colon + 1 == value.size() ? std::vector<int>{} : p::parse_ranks(value.substr(colon + 1));
+    if (!rank || *rank > (1 << 24) || !world || !culprits)
+      return refuse("a failure report needs failure.<rank> = <world>:<ranks>");
+    if (options.on_failure_report)
+      options.on_failure_report(FailureReport{static_cast<int>(*rank), *world, *culprits});
+    return reply(p::ok);
   }
 
   template <typename Refuse>
@@ -236,9 +262,16 @@ StoreServer::~StoreServer() {
 
 std::string StoreServer::address() const { return impl_->address; }
 
-void StoreServer::announce_world(const std::vector<int>& members) {
+long long StoreServer::announce_world(const std::vector<int>& members, const std::string& why) {
   std::lock_guard lock(impl_->mutex);
-  impl_->values["world"] = std::to_string(impl_->announcements++) + ":" + p::format_ranks(members);
+  const long long number = impl_->announcements++;
+  impl_->values["world"] = std::to_string(number) + ":" + p::format_ranks(members) + ":" + why;
+  return number;
+}
+
+void StoreServer::announce_pending(long long number) {
+  std::lock_guard lock(impl_->mutex);
+  impl_->values["pending"] = std::to_string(number);
 }
 
 

@@ -68,8 +68,10 @@ std::optional<WorkerSettings> worker_settings(const Lookup& lookup, const std::s
   // srun's, for the step of this node's tasks.
   s.rank_limit = number(lookup, "RISEML_ELASTIC_RANK_LIMIT", most);
   s.joining = lookup("RISEML_ELASTIC_JOINING").value_or("") == "1";
-  f.local_rank = number(lookup, "SLURM_PROCID", most);
-  f.local_size = number(lookup, "SLURM_NTASKS", most);
+  // A local launch (riseml-elastic --launcher local) numbers the workers of a host itself.
+  const bool local = lookup("RISEML_ELASTIC_LOCAL_RANK").has_value();
+  f.local_rank = number(lookup, local ? "RISEML_ELASTIC_LOCAL_RANK" : "SLURM_PROCID", most);
+  f.local_size = number(lookup, local ? "RISEML_ELASTIC_LOCAL_SIZE" : "SLURM_NTASKS", most);
   f.node_rank = f.local_rank;
   f.rank = base + f.local_rank;
   if (f.size < 1 || f.rank >= f.size || f.size > s.rank_limit || f.local_rank >= f.local_size || f.num_nodes < 1 ||

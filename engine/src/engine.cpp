@@ -14,9 +14,10 @@ Engine::~Engine() = default;
 int Engine::rank() const { return loop_->rank(); }
 int Engine::size() const { return loop_->size(); }
 Handle Engine::enqueue(Request request) { return loop_->enqueue(std::move(request)); }
-void Engine::shutdown() { loop_->shutdown(); }
+void Engine::shutdown(bool leaving) { loop_->shutdown(leaving); }
 bool Engine::stopped() const { return loop_->stopped(); }
 int Engine::failed_rank() const { return loop_->failed_rank(); }
+bool Engine::failed() const { return loop_->failed(); }
 void Engine::start_timeline(const std::string& path) { loop_->set_timeline(path); }
 void Engine::stop_timeline() { loop_->set_timeline(""); }
 

@@ -49,8 +49,8 @@ EngineLoop::EngineLoop(Rendezvous& rendezvous, const CommunicatorOptions& commun
 
 EngineLoop::~EngineLoop() { shutdown(); }
 
-void EngineLoop::shutdown() {
-  queue_.request_shutdown();
+void EngineLoop::shutdown(bool leaving) {
+  queue_.request_shutdown(leaving);
   if (thread_.joinable()) thread_.join();
 }
 
@@ -128,14 +128,14 @@ void EngineLoop::wait_between_cycles(Clock::time_point next) {
   queue_.set_parked(false);
 }
 
-void EngineLoop::stop_all(const CollectiveError& error) {
+void EngineLoop::stop_all(const CollectiveError& error, bool by_failure) {
   const CollectiveError stop_error =
       error.kind() == ErrorKind::aborted
           ? error
           : CollectiveError(ErrorKind::aborted,
                             std::string("riseml: the engine stopped after an error: ") + error.what(),
                             error.culprit_rank());
-  for (auto& h : queue_.stop(stop_error)) h->fail(error);
+  for (auto& h : queue_.stop(stop_error, by_failure)) h->fail(error);
 }
 
 bool EngineLoop::cycle() {
@@ -147,6 +147,7 @@ bool EngineLoop::cycle() {
   }
   Message mine;
   mine.shutdown = in.shutdown;
+  mine.leaving = in.leaving;
   mine.join = in.join;
   if (rank_ == 0) mine.stalled = stalls_.take_verdicts();
   mine.stuck = stalls_.locally_stuck(Clock::now());
@@ -202,9 +203,19 @@ bool EngineLoop::cycle() {
   if (rank_ == 0) stalls_.check(table, joined, negotiator_.stuck(), news.now, progressed);
 
   if (news.shutdown_by >= 0) {
-    stop_all(CollectiveError(ErrorKind::aborted, "riseml: the engine was shut down (rank " +
-                                                     std::to_string(news.shutdown_by) +
-                                                     " called shutdown)"));
+    // A rank on its way out (its process exits) makes this a failure it caused: elastic
+    // training re-forms the world without it. A plain shutdown is no failure.
+    if (news.shutdown_leaving)
+      stop_all(CollectiveError(ErrorKind::aborted,
+                               "riseml: rank " + std::to_string(news.shutdown_by) +
+                                   " left the job (its process is exiting)",
+                               news.shutdown_by),
+               true);
+    else
+      stop_all(CollectiveError(ErrorKind::aborted, "riseml: the engine was shut down (rank " +
+                                                       std::to_string(news.shutdown_by) +
+                                                       " called shutdown)"),
+               false);
     return false;
   }
   return true;

@@ -33,9 +33,10 @@ class EngineLoop {
   int rank() const { return rank_; }
   int size() const { return size_; }
   Handle enqueue(Request request);
-  void shutdown();
+  void shutdown(bool leaving = false);
   bool stopped() { return queue_.stopped(); }
   int failed_rank() { return queue_.failed_rank(); }
+  bool failed() { return queue_.stopped_by_failure(); }
   // Empty: stop. The path is tried here (so the caller sees a bad one); the engine thread
   // switches at its next cycle.
   void set_timeline(const std::string& path);
@@ -46,7 +47,8 @@ class EngineLoop {
   void wait_between_cycles(Clock::time_point next);
   // The same on every rank: nothing pending anywhere, nobody joined, no stall verdict to send.
   bool globally_idle() const;
-  void stop_all(const CollectiveError& error);
+  // `by_failure`: a collective failed (not a shutdown); Engine::failed() tells it.
+  void stop_all(const CollectiveError& error, bool by_failure = true);
 
   EngineOptions options_;
   std::unique_ptr<Communicator> comm_;

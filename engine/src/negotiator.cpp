@@ -86,7 +86,10 @@ CycleNews Negotiator::exchange(const Message& mine) {
     const auto ur = static_cast<std::size_t>(r);
     Message m = decode(all.data() + offset, counts[ur], r);
     offset += counts[ur];
-    if (m.shutdown && news.shutdown_by < 0) news.shutdown_by = r;
+    if (m.shutdown && news.shutdown_by < 0) {
+      news.shutdown_by = r;
+      news.shutdown_leaving = m.leaving;
+    }
     stuck_[ur] = m.stuck;
     if (m.join) {
       joined_[ur] = true;

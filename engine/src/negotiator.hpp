@@ -22,6 +22,7 @@ namespace riseml::engine {
 struct CycleNews {
   std::chrono::steady_clock::time_point now;  // when the messages arrived
   int shutdown_by = -1;                       // the first rank that asked to shut down
+  bool shutdown_leaving = false;              // it did so because its process exits
   std::vector<StallVerdict> verdicts;         // rank 0's
 };
 

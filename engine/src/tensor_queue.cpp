@@ -52,10 +52,11 @@ void TensorQueue::submit(Request request, std::shared_ptr<HandleState> handle, R
   wake_if_parked();
 }
 
-void TensorQueue::request_shutdown() {
+void TensorQueue::request_shutdown(bool leaving) {
   {
     std::lock_guard lock(mutex_);
     shutdown_requested_ = true;
+    leaving_ = leaving_ || leaving;
   }
   comm_.interrupt_wait();
 }
@@ -78,6 +79,11 @@ int TensorQueue::failed_rank() {
   return stop_error_ ? stop_error_->culprit_rank() : -1;
 }
 
+bool TensorQueue::stopped_by_failure() {
+  std::lock_guard lock(mutex_);
+  return stop_error_.has_value() && stopped_by_failure_;
+}
+
 int TensorQueue::gpu_device() {
   std::lock_guard lock(mutex_);
   return gpu_device_;
@@ -90,6 +96,7 @@ CycleInput TensorQueue::take_cycle_input() {
   in.fresh.assign(std::make_move_iterator(incoming_.begin()), std::make_move_iterator(incoming_.end()));
   incoming_.clear();
   in.shutdown = shutdown_requested_;
+  in.leaving = leaving_;
   if (join_handle_ && !join_sent_) {
     in.join = true;
     join_sent_ = true;
@@ -118,10 +125,12 @@ std::shared_ptr<HandleState> TensorQueue::take_join_handle() {
   return std::exchange(join_handle_, nullptr);
 }
 
-std::vector<std::shared_ptr<HandleState>> TensorQueue::stop(const CollectiveError& stop_error) {
+std::vector<std::shared_ptr<HandleState>> TensorQueue::stop(const CollectiveError& stop_error,
+                                                            bool by_failure) {
   std::vector<std::shared_ptr<HandleState>> handles;
   std::lock_guard lock(mutex_);
   stop_error_ = stop_error;
+  stopped_by_failure_ = by_failure;
   for (auto& [name, l] : in_flight_) handles.push_back(l.handle);
   in_flight_.clear();
   incoming_.clear();

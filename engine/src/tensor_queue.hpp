@@ -37,6 +37,7 @@ struct LocalRequest {
 struct CycleInput {
   std::vector<std::string> fresh;  // names submitted since the last cycle, in order
   bool shutdown = false;
+  bool leaving = false;                  // the shutdown is this process's exit
   bool join = false;                     // join() was called and is to be announced
   std::optional<std::string> timeline;  // a switch: the new path, empty to stop
 };
@@ -53,10 +54,11 @@ class TensorQueue {
   // CollectiveError: invalid_argument for a second GPU device, a name in flight or a request
   // after join(); the stop error once stopped; aborted while shutting down.
   void submit(Request request, std::shared_ptr<HandleState> handle, ReadyMarker ready);
-  void request_shutdown();
+  void request_shutdown(bool leaving);
   void switch_timeline(const std::string& path);  // empty: stop
   bool stopped();
-  int failed_rank();  // the stop error's culprit: -1 if none, or not stopped by a failure
+  int failed_rank();  // the stop error's culprit (or the rank that shut it down): -1 if none
+  bool stopped_by_failure();  // stopped because a collective failed, not by a shutdown
   // The CUDA device of this process's GPU tensors, -1 before the first.
   int gpu_device();
 
@@ -71,7 +73,7 @@ class TensorQueue {
   std::shared_ptr<HandleState> take_join_handle();
   // Marks the engine stopped with `stop_error` (what later submissions throw) and returns the
   // handles of everything pending, for the caller to fail.
-  std::vector<std::shared_ptr<HandleState>> stop(const CollectiveError& stop_error);
+  std::vector<std::shared_ptr<HandleState>> stop(const CollectiveError& stop_error, bool by_failure);
   // Work of this rank's own that a parked engine thread must wake up for.
   bool has_local_work();
   // Shutdown was requested (it wakes the engine thread wherever it waits).
@@ -89,9 +91,11 @@ class TensorQueue {
   std::unordered_map<std::string, LocalRequest> in_flight_;
   std::uint64_t barriers_ = 0;
   bool shutdown_requested_ = false;
+  bool leaving_ = false;
   std::shared_ptr<HandleState> join_handle_;
   bool join_sent_ = false;
   std::optional<CollectiveError> stop_error_;  // set once stopped: what submissions throw then
+  bool stopped_by_failure_ = false;
   std::optional<std::string> timeline_switch_;
   int gpu_device_ = -1;  // one per process: NCCL binds a communicator to one device
   std::atomic<bool> parked_{false};

@@ -94,7 +94,7 @@ class Reader {
 
 std::vector<std::byte> encode(const Message& m) {
   Writer w;
-  w.pod<std::uint8_t>(static_cast<std::uint8_t>((m.shutdown ? 1 : 0) | (m.join ? 2 : 0) | (m.stuck ? 4 : 0)));
+  w.pod<std::uint8_t>(static_cast<std::uint8_t>((m.shutdown ? 1 : 0) | (m.join ? 2 : 0) | (m.stuck ? 4 : 0) | (m.leaving ? 8 : 0)));
   w.pod(static_cast<std::uint32_t>(m.stalled.size()));
   for (const auto& s : m.stalled) {
     w.pod(s.seq);
@@ -135,6 +135,7 @@ Message decode(const std::byte* data, std::size_t size, int from_rank) {
   m.shutdown = (flags & 1) != 0;
   m.join = (flags & 2) != 0;
   m.stuck = (flags & 4) != 0;
+  m.leaving = (flags & 8) != 0;
   auto nstalled = r.pod<std::uint32_t>();
   for (std::uint32_t i = 0; i < nstalled; ++i) {
     StallVerdict s;

@@ -51,6 +51,7 @@ struct StallVerdict {
 
 struct Message {
   bool shutdown = false;
+  bool leaving = false;  // with shutdown: this rank's process is exiting
   bool join = false;
   bool stuck = false;  // a thread waits on this engine and nothing finished for deadlock_shutdown
   std::vector<StallVerdict> stalled;  // rank 0 only

@@ -85,10 +85,12 @@ def init(comm=None, process_sets=None):
         _process_sets._setup(process_sets)
 
 
-def _init_elastic():
+def _init_elastic(after_failure=False):
     """init() for hvd.elastic's reset: after a failure that blamed a rank (dead or silent), the
-    survivors re-form the world without it, numbered anew (rank 0 is the lowest survivor)."""
-    _riseml.init(elastic=True)
+    survivors re-form the world without it, numbered anew (rank 0 is the lowest survivor).
+    Under riseml-elastic the driver decides the next world (`after_failure`: this reset follows
+    a collective failure, which the driver hears of)."""
+    _riseml.init(elastic=True, after_failure=after_failure)
     # Unnamed operations are named by counters; a new world starts them anew on every member,
     # a worker that joins it included (its counters never ran).
     _counters.clear()

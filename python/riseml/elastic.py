@@ -8,12 +8,18 @@ the last commit, re-forms the world (reset), syncs and calls the function again;
 
 Host updates come from whoever watches the job (riseml's elastic driver, or a test) through
 `notify_hosts_updated(timestamp, result)`; every registered State hears of it, and the ranks
-agree on the newest update at the next commit, so all of them raise at the same step.
+agree on the newest update at the next commit, so all of them raise at the same step. Under
+riseml-elastic a thread of each worker watches the worlds the driver announces and tells the
+States of each new one as soon as it is there (Horovod's workers hear of host updates the same
+way, from their driver).
 """
 import enum
 import functools
+import os
 import queue
+import sys
 import threading
+import time
 
 from riseml import HorovodInternalError, HostsUpdatedInterrupt
 
@@ -30,13 +36,64 @@ _listeners = []
 _listeners_lock = threading.Lock()
 
 
+_ANNOUNCED = {'start': HostUpdateResult.added, 'added': HostUpdateResult.added,
+              'removed': HostUpdateResult.removed, 'mixed': HostUpdateResult.mixed,
+              'failure': HostUpdateResult.removed}
+
+
 def _world_announced():
-    """True when riseml-elastic announced a world this process has not formed yet."""
+    """(number, HostUpdateResult, why) of the world riseml-elastic announced and this process has
+    not formed yet, else None."""
     try:
         import _riseml
     except ImportError:  # the State classes alone, without the binding (Horovod's unit tests)
-        return False
-    return bool(_riseml.world_announced())
+        return None
+    announced = _riseml.world_announced()
+    if announced is None:
+        return None
+    number, why = announced
+    return number, _ANNOUNCED.get(why, HostUpdateResult.mixed), why
+
+
+class _Announcement(object):
+    """A host message from the driver's announced world `number` (see _watch_announcements)."""
+
+    def __init__(self, number, result):
+        self.number = number
+        self.result = result
+
+
+_watcher = None
+
+
+def _watch_announcements():
+    """Under riseml-elastic, tells the registered States of every world the driver announces
+    (hosts added or removed) within a tenth of a second, as Horovod's driver notifies its
+    workers. Their next commit raises HostsUpdatedInterrupt on every rank."""
+    global _watcher
+    if _watcher is not None or not os.environ.get('RISEML_ELASTIC_STORE'):
+        return
+
+    def watch():
+        told = -1
+        while True:
+            time.sleep(0.1)
+            try:
+                announced = _world_announced()
+            except Exception:  # the driver is gone: the job is ending
+                return
+            if announced is None or announced[0] <= told:
+                continue
+            told = announced[0]
+            # A failure's world is formed by the reset that follows the failure itself.
+            if announced[2] != 'failure':
+                with _listeners_lock:
+                    listeners = list(_listeners)
+                for state in listeners:
+                    state.on_hosts_updated(told, _Announcement(told, announced[1]))
+
+    _watcher = threading.Thread(target=watch, name='riseml-elastic-hosts', daemon=True)
+    _watcher.start()
 
 
 def notify_hosts_updated(timestamp, result=HostUpdateResult.added):
@@ -91,30 +148,36 @@ class State(object):
         """Raises HostsUpdatedInterrupt, on every rank alike, when an update newer than the last
         one seen has arrived at any rank."""
         newest, update = self._last_updated_timestamp, HostUpdateResult.no_update
-        # riseml-elastic announces a bigger world when a spare node joins (in its store).
+        # riseml-elastic announces every world it decides (hosts added or removed) in its store;
+        # the watcher's messages only say that one came.
         announced = _world_announced()
+        announced_update = HostUpdateResult.no_update if announced is None else announced[1]
+        announced = announced is not None
         while not self._host_messages.empty():
             timestamp, result = self._host_messages.get()
+            if isinstance(result, _Announcement):
+                continue
             if timestamp > newest:
                 newest = timestamp
             if timestamp > self._last_updated_timestamp:
                 update |= result
         previous = self._last_updated_timestamp
         if self._allgather_object is not None:
-            seen = self._allgather_object((newest, int(update), announced))
-            newest = max(t for t, _, _ in seen)
+            seen = self._allgather_object((newest, int(update), announced, int(announced_update)))
+            newest = max(t for t, _, _, _ in seen)
             update = HostUpdateResult.no_update
-            for t, u, a in seen:
+            for t, u, a, au in seen:
                 if t > previous:
                     update |= HostUpdateResult(u)
                 if a:
-                    update |= HostUpdateResult.added
+                    update |= HostUpdateResult(au)
                     announced = True
         else:
-            newest, update, announced = self._bcast_object((newest, int(update), announced))
+            newest, update, announced, announced_update = self._bcast_object(
+                (newest, int(update), announced, int(announced_update)))
             update = HostUpdateResult(update)
             if announced:
-                update |= HostUpdateResult.added
+                update |= HostUpdateResult(announced_update)
         self._last_updated_timestamp = newest
         if newest > previous or announced:
             # Only removed hosts: the survivors' state is current, no sync needed after reset.
@@ -161,26 +224,41 @@ class ObjectState(State):
             setattr(self, name, value)
 
 
-def _reset_until_formed(reset, attempts=3):
+def _left_out():
+    try:
+        import _riseml
+    except ImportError:
+        return False
+    return _riseml.left_out()
+
+
+def _reset_until_formed(reset, after_failure, attempts=3):
     """A new world may fail to form when a member it was announced with never comes (a spare
-    that died on its way in); the launcher then announces the world without it: try again."""
+    that died on its way in); the launcher then announces the world without it: try again.
+    A worker the launcher left out of the next world (its host was removed or blacklisted)
+    leaves the job with exit status 0: it did nothing wrong."""
     for attempt in range(attempts):
         try:
-            reset()
+            reset(after_failure or attempt > 0)
             return
-        except HorovodInternalError:
+        except HorovodInternalError as e:
+            if _left_out():
+                print(str(e), file=sys.stderr, flush=True)
+                sys.stdout.flush()
+                os._exit(0)
             if attempt == attempts - 1:
                 raise
 
 
 def run_fn(func, reset):
     """Wraps `func(state, ...)` so that it survives membership changes (see the module's
-    docstring); `reset` re-forms the world."""
+    docstring); `reset(after_failure)` re-forms the world (after_failure: a collective failed)."""
 
     @functools.wraps(func)
     def wrapper(state, *args, **kwargs):
         with _listeners_lock:
             _listeners.append(state)
+        _watch_announcements()
         skip_sync = False
         try:
             while True:
@@ -191,9 +269,11 @@ def run_fn(func, reset):
                 except HorovodInternalError:
                     state.restore()
                     skip_sync = False
+                    after_failure = True
                 except HostsUpdatedInterrupt as e:
                     skip_sync = e.skip_sync
-                _reset_until_formed(reset)
+                    after_failure = False
+                _reset_until_formed(reset, after_failure)
                 state.on_reset()
         finally:
             with _listeners_lock:

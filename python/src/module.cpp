@@ -214,15 +214,25 @@ PYBIND11_MODULE(_riseml, m) {
   // Blocking runtime calls release the GIL: other Python threads go on meanwhile.
   const auto unlocked = py::call_guard<py::gil_scoped_release>();
   // elastic: after a failure that blamed a rank, re-form the world without it (hvd.elastic).
-  m.def("init", [](bool elastic) {
-    if (!rt().initialized())  // the options are read when they are used
-      rt().init({CommunicatorOptions::from_environment(),
-                 engine::EngineOptions::from_environment(), elastic});
-  }, arg("elastic") = false, unlocked);
+  // after_failure: the elastic init after a collective failed (see RuntimeOptions).
+  m.def("init", [](bool elastic, bool after_failure) {
+    if (!rt().initialized()) {  // the options are read when they are used
+      runtime::RuntimeOptions options{CommunicatorOptions::from_environment(),
+                                      engine::EngineOptions::from_environment(), elastic};
+      options.after_failure = after_failure;
+      rt().init(options);
+    }
+  }, arg("elastic") = false, arg("after_failure") = false, unlocked);
   m.def("shutdown", [] { rt().shutdown(); }, unlocked);
   m.def("finalize", [] { rt().finalize(); }, unlocked);
   m.def("is_initialized", [] { return rt().initialized(); });
-  m.def("world_announced", [] { return rt().world_announced(); }, unlocked);
+  // (number, why) of the world riseml-elastic announced and this worker has not formed, or None.
+  m.def("world_announced", []() -> std::optional<std::pair<long long, std::string>> {
+    auto a = rt().world_announced();
+    if (!a) return std::nullopt;
+    return std::make_pair(a->number, a->why);
+  }, unlocked);
+  m.def("left_out", [] { return rt().left_out(); });
   m.def("rank", [] { return rt().rank(); });
   m.def("size", [] { return rt().size(); });
   m.def("local_rank", [] { return rt().local_rank(); });

@@ -31,6 +31,11 @@ JobBootstrap environment_job_bootstrap() {
   // A spare started into a running job waits in its first fence until the others reach their
   // next commit (they see the announced world then).
   const auto join_wait = settings->joining ? std::chrono::hours(1) : std::chrono::hours(0);
+  // It says it is up and waits for a world that has it: the first world is there before the
+  // first workers start (unless the driver waits for the minimum of workers); a joiner's comes
+  // when all of its node's workers are up (one that dies on its way in is in no world, so no one
+  // waits for it).
+  client->join(settings->facts.rank, std::chrono::hours(1));
   JobBootstrap job;
   job.facts = settings->facts;
   job.rendezvous = std::make_shared<elastic::StoreRendezvous>(
@@ -38,7 +43,12 @@ JobBootstrap environment_job_bootstrap() {
   job.announced_world = [client]() -> std::optional<AnnouncedWorld> {
     auto a = client->announced_world();
     if (!a) return std::nullopt;
-    return AnnouncedWorld{a->number, std::move(a->members)};
+    return AnnouncedWorld{a->number, std::move(a->members), std::move(a->why)};
+  };
+  job.pending_world = [client] { return client->pending_world(); };
+  job.report_failure = [client, rank = settings->facts.rank](long long world,
+                                                             const std::vector<int>& culprits) {
+    client->report_failure(rank, world, culprits);
   };
   return job;
 }

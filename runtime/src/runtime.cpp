@@ -8,9 +8,11 @@
 #include <riseml/subset_rendezvous.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <mutex>
 #include <numeric>
 #include <optional>
+#include <thread>
 
 namespace riseml::runtime {
 
@@ -35,6 +37,8 @@ struct Runtime::State {
   std::shared_ptr<Rendezvous> world;
   std::vector<int> lost;
   long long adopted_world = -1;  // the launcher's announced world these members came from
+  bool failed = false;     // a collective failed since the last init (the engine said so)
+  std::atomic<bool> left_out{false};  // the launcher's announced world does not have this rank
   RuntimeOptions options;  // the last init()'s, for the process sets
   HandleTable handles;
 
@@ -93,11 +97,36 @@ void Runtime::init(const RuntimeOptions& options) {
     return true;
   };
 
+  // Waits until the launcher announced the world `number` (or a later one) and adopts it.
+  const auto await_world = [&](State& st, long long number, const std::string& why) {
+    const auto deadline = std::chrono::steady_clock::now() + options.next_world_wait;
+    for (;;) {
+      if (const auto a = st.job->announced_world(); a && a->number >= number && adopt_announced_world(st))
+        return;
+      if (std::chrono::steady_clock::now() > deadline)
+        throw CollectiveError(ErrorKind::timeout,
+                              "riseml: rank " + std::to_string(st.job->facts.rank) + " " + why +
+                                  ", but riseml-elastic announced no next world within " +
+                                  std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
+                                                     options.next_world_wait).count()) +
+                                  " s: see the driver's log");
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  };
+
   // The rendezvous of the members: the job's own when they are all of its ranks, else the
   // members fencing among themselves.
   const auto world_of = [](State& st) -> std::shared_ptr<Rendezvous> {
     const int rank = st.job->facts.rank;
-    if (std::find(st.members.begin(), st.members.end(), rank) == st.members.end())
+    const bool member = std::find(st.members.begin(), st.members.end(), rank) != st.members.end();
+    if (!member && st.job->report_failure && st.adopted_world >= 0) {
+      st.left_out = true;
+      throw CollectiveError(ErrorKind::aborted,
+                            "riseml: riseml-elastic left rank " + std::to_string(rank) +
+                                " out of the next world (its host was removed or blacklisted): "
+                                "this worker leaves the job");
+    }
+    if (!member)
       throw CollectiveError(ErrorKind::aborted,
                             "riseml: this rank (" + std::to_string(rank) +
                                 ") was left out of the job by its peers (they found it dead or "
@@ -117,7 +146,21 @@ void Runtime::init(const RuntimeOptions& options) {
     s.lost.clear();
   } else {
     ++s.generation;
-    if (options.elastic) {
+    if (options.elastic && (s.failed || options.after_failure) && s.job->report_failure) {
+      // The launcher decides the next world: it hears whom this rank blamed, and every
+      // survivor forms the world it announces next (its failure reports and the ranks' exits
+      // tell it which ranks and hosts are gone).
+      s.job->report_failure(s.adopted_world, s.lost);
+      await_world(s, s.adopted_world + 1, "reported a failure");
+      s.lost.clear();
+      s.world = world_of(s);
+    } else if (const auto pending = options.elastic && s.job->pending_world ? s.job->pending_world()
+                                                                           : std::nullopt;
+               pending && *pending > s.adopted_world) {
+      // Hosts were added: the launcher announces the world with their workers once they are up.
+      await_world(s, *pending, "was told of new hosts");
+      s.world = world_of(s);
+    } else if (options.elastic) {
       bool changed = adopt_announced_world(s);
       if (!s.lost.empty()) {
         std::erase_if(s.members, [&](int r) {
@@ -129,6 +172,7 @@ void Runtime::init(const RuntimeOptions& options) {
       if (changed) s.world = world_of(s);
     }
   }
+  s.failed = false;
   s.options = options;
   CommunicatorOptions communicator = options.communicator;
   communicator.rendezvous_prefix = job_rendezvous_prefix(s.generation);
@@ -146,7 +190,9 @@ void Runtime::init(const RuntimeOptions& options) {
   s.engine = std::move(engine);
 }
 
-void Runtime::shutdown() {
+void Runtime::shutdown() { stop_engines(false); }
+
+void Runtime::stop_engines(bool leaving) {
   State& s = *state_;
   std::shared_ptr<engine::Engine> engine;
   std::map<int, std::shared_ptr<ProcessSet>> sets;
@@ -156,18 +202,22 @@ void Runtime::shutdown() {
     engine = std::exchange(s.engine, nullptr);
     sets = s.sets.take_all();
   }
-  // A failure's culprit, as a job rank: an elastic init() leaves it out.
-  const int failed = engine->failed_rank();
-  if (failed >= 0 && static_cast<std::size_t>(failed) < s.members.size())
-    s.lost.push_back(s.members[static_cast<std::size_t>(failed)]);
+  // A failure's culprit (a dead or silent peer, or one that left: its process exits), as a job
+  // rank: an elastic init() leaves it out.
+  if (engine->failed()) {
+    s.failed = true;
+    const int culprit = engine->failed_rank();
+    if (culprit >= 0 && static_cast<std::size_t>(culprit) < s.members.size())
+      s.lost.push_back(s.members[static_cast<std::size_t>(culprit)]);
+  }
   for (auto& [id, set] : sets)
-    if (set->engine) set->engine->shutdown();
-  engine->shutdown();
+    if (set->engine) set->engine->shutdown(leaving);
+  engine->shutdown(leaving);
   s.handles.clear();
 }
 
 void Runtime::finalize() {
-  shutdown();
+  stop_engines(true);  // the process is on its way out: the others go on without it
   // The world's rendezvous holds the bootstrap session too: both go, so PMIx is finalized.
   state_->world.reset();
   state_->members.clear();
@@ -179,21 +229,28 @@ bool Runtime::initialized() const {
   return state_->engine && !state_->engine->stopped();
 }
 
-bool Runtime::world_announced() const {
+std::optional<AnnouncedWorld> Runtime::world_announced() const {
   State& s = *state_;
   long long adopted = 0;
   {
     std::lock_guard lock(s.mutex);
-    if (!s.engine || !s.job || !s.job->announced_world) return false;
+    if (!s.engine || !s.job || !s.job->announced_world) return std::nullopt;
     adopted = s.adopted_world;
   }
   try {
-    const auto announced = s.job->announced_world();
-    return announced && announced->number > adopted;
+    auto announced = s.job->announced_world();
+    if (announced && announced->number > adopted) return announced;
+    // A world with new hosts' workers is coming: re-form to wait for it.
+    if (s.job->pending_world)
+      if (const auto pending = s.job->pending_world(); pending && *pending > adopted)
+        return AnnouncedWorld{*pending, {}, "added"};
+    return std::nullopt;
   } catch (const std::exception&) {  // the launcher's store is gone: nothing to join
-    return false;
+    return std::nullopt;
   }
 }
+
+bool Runtime::left_out() const { return state_->left_out; }
 
 int Runtime::rank() const { return state_->fact(&pmix::JobFacts::rank); }
 int Runtime::size() const { return state_->fact(&pmix::JobFacts::size); }

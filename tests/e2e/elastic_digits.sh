@@ -82,7 +82,7 @@ grep -q "riseml-elastic: .* the world re-formed: 2 workers on 2 node(s)" "$log" 
 final=2 resets="[2]"
 if [ "$fault" = spare ]; then
   final=3 resets="[2, 3]"
-  grep -q "riseml-elastic: .* spare node ${testbed_nodes[3]} joins as rank(s) 3" "$log" &&
+  grep -q "riseml-elastic: .* node ${testbed_nodes[3]} joins as rank(s) 3" "$log" &&
     grep -q "riseml-elastic: .* the world re-formed: 3 workers on 3 node(s) (.*${testbed_nodes[3]}); joined: rank(s) 3" "$log" ||
     fail "the spare did not join:"$'\n'"$(cat "$log")"
 fi

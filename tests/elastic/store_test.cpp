@@ -35,6 +35,8 @@ struct Logged {
   std::mutex mutex;
   std::vector<std::string> lines;
   std::vector<WorldChange> changes;
+  std::vector<FailureReport> reports;
+  std::vector<int> ready;
   bool has(const std::string& part) {
     std::lock_guard lock(mutex);
     for (const auto& l : lines)
@@ -54,6 +56,14 @@ std::unique_ptr<StoreServer> start_server(Logged& logged, std::chrono::milliseco
   o.on_world_change = [&logged](const WorldChange& c) {
     std::lock_guard lock(logged.mutex);
     logged.changes.push_back(c);
+  };
+  o.on_failure_report = [&logged](const FailureReport& r) {
+    std::lock_guard lock(logged.mutex);
+    logged.reports.push_back(r);
+  };
+  o.on_worker_ready = [&logged](int rank) {
+    std::lock_guard lock(logged.mutex);
+    logged.ready.push_back(rank);
   };
   return std::make_unique<StoreServer>(std::move(o));
 }
@@ -156,12 +166,13 @@ TEST(ElasticStore, AnnouncedWorldsAreNumberedAndAJoinerIsReported) {
   auto server = start_server(logged);
   auto client = client_of(*server);
   EXPECT_FALSE(client->announced_world().has_value());
-  server->announce_world({0, 1, 2});
-  server->announce_world({0, 2, 3});
+  EXPECT_EQ(server->announce_world({0, 1, 2}, "start"), 0);
+  EXPECT_EQ(server->announce_world({0, 2, 3}, "mixed"), 1);
   const auto announced = client->announced_world();
   ASSERT_TRUE(announced);
   EXPECT_EQ(announced->number, 1);
   EXPECT_EQ(announced->members, (std::vector<int>{0, 2, 3}));
+  EXPECT_EQ(announced->why, "mixed");
   // The world {0,1,2}, then {0,2,3}: rank 1 left and rank 3 joined, one change.
   for (const std::vector<int>& world : {std::vector<int>{0, 1, 2}, std::vector<int>{0, 2, 3}}) {
     std::vector<std::thread> members;
@@ -310,6 +321,46 @@ TEST(ElasticStore, AWaitingFenceEndsWhenTheStoreStops) {
   const std::string outcome = waiting.get();
   EXPECT_LT(std::chrono::steady_clock::now() - stopped_at, 5s);
   EXPECT_NE(outcome, "completed");
+}
+
+// A survivor's failure report and a joiner's "I am up" reach the driver; a joiner waits for a
+// world that has it; malformed reports are refused and the store goes on.
+TEST(ElasticStore, FailureReportsAndJoinersReachTheDriver) {
+  Logged logged;
+  auto server = start_server(logged);
+  auto client = client_of(*server);
+  client->report_failure(2, 4, {3, 5});
+  client->report_failure(1, 0, {});
+  server->announce_world({0, 1}, "start");
+  auto joined = std::async(std::launch::async, [&] { return client_of(*server)->join(7, 10s); });
+  for (int i = 0; i < 100 && joined.wait_for(20ms) != std::future_status::ready; ++i) {
+    std::lock_guard lock(logged.mutex);
+    if (!logged.ready.empty()) break;
+  }
+  EXPECT_NE(joined.wait_for(200ms), std::future_status::ready);  // no world with rank 7 yet
+  server->announce_world({0, 1, 7}, "added");
+  const auto world = joined.get();
+  EXPECT_EQ(world.number, 1);
+  EXPECT_EQ(world.why, "added");
+  {
+    std::lock_guard lock(logged.mutex);
+    ASSERT_EQ(logged.reports.size(), 2u);
+    EXPECT_EQ(logged.reports[0].rank, 2);
+    EXPECT_EQ(logged.reports[0].world, 4);
+    EXPECT_EQ(logged.reports[0].culprits, (std::vector<int>{3, 5}));
+    EXPECT_TRUE(logged.reports[1].culprits.empty());
+    EXPECT_EQ(logged.ready, std::vector<int>{7});
+  }
+  for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
+           {"failure.x", "0:1"}, {"failure.1", "1"}, {"failure.1", "a:1"}, {"failure.1", "1:1,,2"},
+           {"ready.", ""}, {"ready.-1", ""}}) {
+    auto c = client_of(*server);
+    EXPECT_THROW(c->put(key, value), RendezvousError) << key << "=" << value;
+  }
+  EXPECT_TRUE(logged.has("a failure report needs"));
+  EXPECT_TRUE(logged.has("a ready report needs"));
+  EXPECT_EQ(client_of(*server)->announced_world()->number, 1);
+  EXPECT_THROW(client_of(*server)->join(9, 100ms), RendezvousError);
 }
 
 TEST(ElasticStoreProtocol, DecodingNeverTrustsALength) {

@@ -535,6 +535,31 @@ TEST(Engine, ShutdownOnOneRankStopsEveryRank) {
     std::vector<float> y(1);
     EXPECT_THROW(e.allreduce("late", y.data(), y.data(), {1}, DataType::float32, ReduceOp::sum),
                  CollectiveError);
+    // A plain shutdown is no failure and blames nobody (every rank re-forming the world).
+    EXPECT_FALSE(e.failed());
+    EXPECT_EQ(e.failed_rank(), -1);
+  });
+}
+
+// A rank whose process exits (Runtime::finalize) shuts down "leaving": for the others it is a
+// failure that rank caused, so elastic training goes on without it.
+TEST(Engine, ARankThatLeavesIsAFailureItCaused) {
+  run_engines(3, [](Engine& e, int rank) {
+    if (rank == 2) {
+      e.shutdown(true);
+    } else {
+      std::vector<float> x(1, 1.0f);
+      std::string err;
+      try {
+        err = error_of(e.allreduce("x", x.data(), x.data(), {1}, DataType::float32, ReduceOp::sum));
+      } catch (const CollectiveError& ex) {
+        err = ex.what();
+      }
+      EXPECT_NE(err.find("rank 2 left the job"), std::string::npos) << err;
+      while (!e.stopped()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      EXPECT_TRUE(e.failed());
+      EXPECT_EQ(e.failed_rank(), 2);
+    }
   });
 }
 
@@ -576,6 +601,7 @@ namespace {
 TEST(EngineWire, RoundTripAndTruncation) {
   Message m;
   m.shutdown = true;
+  m.leaving = true;
   m.stuck = true;
   m.stalled.push_back({7, "x", "stalled"});
   WireEntry full;
@@ -592,6 +618,7 @@ TEST(EngineWire, RoundTripAndTruncation) {
   const auto bytes = encode(m);
   Message d = decode(bytes.data(), bytes.size(), 3);
   EXPECT_TRUE(d.shutdown);
+  EXPECT_TRUE(d.leaving);
   EXPECT_FALSE(d.join);
   EXPECT_TRUE(d.stuck);
   ASSERT_EQ(d.stalled.size(), 1u);

@@ -4,7 +4,10 @@ step 10, re-form the world without it and train to step 20. Every survivor check
 in the smaller world with the weights the committed state implies (the same on every rank),
 and prints how long the fault cost: from the fault to the first step completed after it.
 
-    riseml-launch --elastic -n 3 python3 elastic_worker.py kill|stop FAULT_TIME_FILE
+    riseml-launch --elastic -n 3 python3 elastic_worker.py kill|stop FAULT_TIME_FILE [FINAL_SIZE]
+
+FINAL_SIZE (default: one less than at the start): under riseml-elastic the victim's whole host
+leaves (its other workers too), as in Horovod.
 """
 import os
 import signal
@@ -18,6 +21,7 @@ import riseml.torch as hvd
 fault, fault_file = sys.argv[1], sys.argv[2]
 hvd.init()
 start_size = hvd.size()
+final_size = int(sys.argv[3]) if len(sys.argv) > 3 else start_size - 1
 victim = start_size - 1
 model = torch.nn.Linear(4, 1, bias=False)
 torch.nn.init.constant_(model.weight, float(hvd.rank()))  # rank 0's wins at the first sync
@@ -55,9 +59,9 @@ weights = hvd.allgather(model.weight.detach().reshape(1, -1))
 # (the ones after the commit of step 10 were undone and trained again).
 expected = -0.1 * sum(2 * (s + 1) for s in range(20))
 problems = []
-if hvd.size() != start_size - 1:
-    problems.append("size %d, want %d" % (hvd.size(), start_size - 1))
-if resets != [start_size - 1]:
+if hvd.size() != final_size:
+    problems.append("size %d, want %d" % (hvd.size(), final_size))
+if resets != [final_size]:
     problems.append("reset callbacks saw sizes %s" % resets)
 if steps != 20:
     problems.append("%d steps" % steps)

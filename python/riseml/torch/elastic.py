@@ -239,14 +239,14 @@ class TorchState(ObjectState):
         super(TorchState, self).__setattr__(name, value)
 
 
-def _reset():
+def _reset(after_failure=False):
     # The survivors of a failure re-form the world without the rank it blamed.
     import riseml
     import riseml.torch
     riseml.shutdown()
     # shutdown() failed every pending operation: forget their outputs (they would pin tensors).
     riseml.torch._handles.clear()
-    riseml._init_elastic()
+    riseml._init_elastic(after_failure)
 
 
 def run(func):

@@ -31,9 +31,18 @@ class StoreClient {
   struct AnnouncedWorld {
     long long number = 0;
     std::vector<int> members;
+    std::string why;  // start, added, removed, mixed or failure (StoreServer::announce_world)
   };
   // The world riseml-elastic announced last (StoreServer::announce_world); nullopt if none.
   std::optional<AnnouncedWorld> announced_world();
+  // The number of the world riseml-elastic said is coming (StoreServer::announce_pending).
+  std::optional<long long> pending_world();
+  // Tells the driver that a collective failed on this rank, blaming `culprits` (maybe none),
+  // while it had formed the announced world `world`; the driver announces the next world.
+  void report_failure(int rank, long long world, const std::vector<int>& culprits);
+  // A worker started into a running job: says it is up, then waits (up to `timeout`) for an
+  // announced world that has `rank`. Fails naming the wait when none comes.
+  AnnouncedWorld join(int rank, std::chrono::milliseconds timeout);
 
  private:
   struct Answer {

@@ -134,7 +134,10 @@ class Engine {
 
   // Stops the engine on every rank at the next cycle (any rank may call it): requests still
   // pending fail with ErrorKind::aborted. Idempotent; blocks until the engine thread ended.
-  void shutdown();
+  // `leaving`: this process is on its way out (it exits): the others' engines count it as a
+  // failure that this rank caused (failed(), failed_rank()), so elastic training goes on without
+  // it; a plain shutdown (every rank re-forming the world) is no failure.
+  void shutdown(bool leaving = false);
 
   // Starts writing the timeline to `path` (rank 0 writes it; other ranks ignore the call), or
   // stops it and closes the file; either takes effect at the engine's next cycle, and a
@@ -145,9 +148,12 @@ class Engine {
 
   // Set once the engine failed (a collective failed on every rank) or shut down.
   bool stopped() const;
-  // The rank its failure blamed (a dead or silent peer), -1 when it did not fail or no rank was
-  // to blame. Elastic training leaves that rank out when it re-forms the world.
+  // The rank its failure blamed (a dead or silent peer), or the rank whose shutdown() stopped
+  // it (failed() is false then); -1 when it did not stop, or no rank was to blame. Elastic
+  // training leaves that rank out when it re-forms the world.
   int failed_rank() const;
+  // Stopped because a collective failed (whether or not a rank was blamed), not by shutdown().
+  bool failed() const;
 
  private:
   std::unique_ptr<EngineLoop> loop_;

@@ -9,15 +9,18 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace riseml::runtime {
 
-// The world a launcher announced (riseml-elastic: the first one, then one for each spare that
-// joins): the job ranks in it, numbered announcements.
+// The world a launcher announced (riseml-elastic: the first one, then one for every change of
+// membership it decided): the job ranks in it, numbered announcements, and what changed (start,
+// added, removed, mixed, failure).
 struct AnnouncedWorld {
   long long number = 0;
   std::vector<int> members;
+  std::string why;
 };
 
 struct JobBootstrap {
@@ -26,6 +29,13 @@ struct JobBootstrap {
   std::shared_ptr<Rendezvous> rendezvous;
   // The launcher's last announced world; empty (or nullopt) when it announces none (PMIx).
   std::function<std::optional<AnnouncedWorld>()> announced_world;
+  // Set when the launcher decides every next world (riseml-elastic): after a failure, a worker
+  // reports the ranks it blamed and the world it had formed (its number), then forms the world
+  // announced next instead of deciding among the survivors.
+  std::function<void(long long world, const std::vector<int>& culprits)> report_failure;
+  // The number of the world the launcher said is coming (hosts added, their workers starting),
+  // when it decides every world; nullopt when none was said.
+  std::function<std::optional<long long>()> pending_world;
 };
 
 // Called once, at the first init() (and again at the init() after a finalize()).

@@ -19,6 +19,7 @@
 #include <riseml/runtime/runtime_options.hpp>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,7 +42,8 @@ class Runtime {
   // removes every process set and forgets every handle. The bootstrap session stays for a
   // later init(). Does nothing when not initialized.
   void shutdown();
-  // shutdown(), and ends the bootstrap session (at exit).
+  // shutdown(), and ends the bootstrap session (at exit). Peers whose engines it stops count it
+  // as a rank that left (Engine::shutdown's `leaving`): elastic training goes on without it.
   void finalize();
   // init() ran, shutdown() did not, and the job's engine has not failed.
   bool initialized() const;
@@ -49,10 +51,14 @@ class Runtime {
   // Horovod's six numbers. Throw CollectiveError(invalid_argument) before init(). cross_rank
   // and cross_size follow Horovod's definition (common/horovod_ranks.hpp) and throw
   // CollectiveError(setup), naming the rank and host, when the launcher's facts contradict it.
-  // True when the launcher announced a world this process has not formed yet (a spare joins):
-  // hvd.elastic's check_host_updates raises HostsUpdatedInterrupt then, and the next elastic
-  // init() forms it. False when the launcher announces none or cannot be asked.
-  bool world_announced() const;
+  // The world the launcher announced when this process has not formed it yet (hosts were
+  // added or removed): hvd.elastic's check_host_updates raises HostsUpdatedInterrupt then, and
+  // the next elastic init() forms it. nullopt when there is none, the launcher announces none or
+  // cannot be asked.
+  std::optional<AnnouncedWorld> world_announced() const;
+  // The launcher left this rank out of the world it announced (its host was removed or
+  // blacklisted): the last init() threw, and this worker should leave the job quietly.
+  bool left_out() const;
   int rank() const;
   int size() const;
   int local_rank() const;
@@ -94,6 +100,7 @@ class Runtime {
   void copy_device_result(HandleId id, void* destination, void* stream);
 
  private:
+  void stop_engines(bool leaving);
   struct State;
   std::unique_ptr<State> state_;
 };

@@ -3,6 +3,8 @@
 // runtime itself reads no environment.
 #pragma once
 
+#include <chrono>
+
 #include <riseml/communicator.hpp>
 #include <riseml/engine/engine_options.hpp>
 
@@ -19,6 +21,13 @@ struct RuntimeOptions {
   // among themselves (they do not wait for the lost rank). Off: init() always takes the whole
   // job, as the launcher started it.
   bool elastic = false;
+  // Under a launcher that decides every next world (riseml-elastic), how long an elastic init()
+  // after a failure waits for it (the launcher may wait for hosts to reach its minimum).
+  std::chrono::milliseconds next_world_wait = std::chrono::minutes(10);
+  // This init() follows a collective failure the caller saw (hvd.elastic: HorovodInternalError),
+  // even when the engine stopped by a peer's shutdown (a peer that exits shuts the engine down
+  // on every rank): under riseml-elastic it is reported as a failure.
+  bool after_failure = false;
 };
 
 }  // namespace riseml::runtime
