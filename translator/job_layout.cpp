@@ -55,6 +55,9 @@ void plan_elastic(const HorovodSpec& h, const SiteConfig& site, TaskGroup& g, Jo
   layout.elastic = ElasticPlan{.workers = h.workers,
                                .min_workers = e.min_workers,
                                .max_workers = e.max_workers,
+                               .reset_limit = e.reset_limit,
+                               .blacklist_cooldown = e.blacklist_cooldown,
+                               .timeout = e.timeout,
                                .driver = elastic_driver_command(site.riseml_command)};
   if (const long long spares = e.max_workers - h.workers; spares > 0) {
     layout.notes.push_back("max_workers " + std::to_string(e.max_workers) + ": " +

@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "diagnostics.hpp"
@@ -33,6 +34,11 @@ struct ElasticPlan {
   long long workers = 1;
   long long min_workers = 1;
   long long max_workers = 1;
+  // reset_limit, blacklist_cooldown and timeout as ElasticSpec: --reset-limit,
+  // --blacklist-cooldown-range and --elastic-timeout, each only when given.
+  std::optional<long long> reset_limit;
+  std::optional<std::pair<double, double>> blacklist_cooldown;
+  std::optional<double> timeout;
   std::string driver;  // the riseml-elastic command (elastic_driver.hpp)
 };
 

@@ -4,6 +4,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "diagnostics.hpp"
@@ -24,10 +25,16 @@ struct Resources {
 struct ElasticSpec {
   long long min_workers = 1;  // fewer nodes left than this: the job ends
   long long max_workers = 1;  // nodes requested up front: the workers started plus spares
+  // Horovod's elastic knobs, each passed to riseml-elastic only when given:
+  std::optional<long long> reset_limit;  // the world re-formed more often than this: the job ends
+  // [low, high] seconds: a host whose worker failed sits out low * 2^failures (within them)
+  std::optional<std::pair<double, double>> blacklist_cooldown;
+  std::optional<double> timeout;  // seconds below min_workers, waiting for hosts, before it ends
   Location where;
 };
 
-// horovod: workers: C, or {count: C, processes: P}; elastic: true or {min_workers, max_workers}
+// horovod: workers: C, or {count: C, processes: P}; elastic: true or {min_workers, max_workers,
+// reset_limit, blacklist_cooldown, timeout}
 struct HorovodSpec {
   long long workers = 1;
   std::optional<long long> processes;

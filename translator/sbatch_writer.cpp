@@ -1,5 +1,6 @@
 #include "sbatch_writer.hpp"
 
+#include <charconv>
 #include <sstream>
 
 #include "parameter_sweep.hpp"
@@ -18,6 +19,14 @@ struct StepCommand {
   std::string variable;  // empty when inline
   const SourceText* line;
 };
+
+// A number of seconds as riseml-elastic reads it back: the shortest text that is the same
+// double (600, 0.5, 1e-05), never -0.
+std::string seconds(double value) {
+  char buf[32];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value == 0 ? 0.0 : value);
+  return ec == std::errc() ? std::string(buf, end) : std::to_string(value);
+}
 
 class ScriptWriter {
  public:
@@ -362,6 +371,11 @@ class ScriptWriter {
     for (const auto& w : container_words()) srun_args.push_back(w);
     out_ << e.driver << " --workers " << e.workers << " --min-workers " << e.min_workers
          << " --tasks-per-node " << *g.ntasks_per_node;
+    if (e.reset_limit) out_ << " --reset-limit " << *e.reset_limit;
+    if (e.blacklist_cooldown)
+      out_ << " --blacklist-cooldown-range " << seconds(e.blacklist_cooldown->first) << ' '
+           << seconds(e.blacklist_cooldown->second);
+    if (e.timeout) out_ << " --elastic-timeout " << seconds(*e.timeout);
     // Each value is one shell word already (the container's are quoted where they need it).
     for (const auto& a : srun_args) out_ << " --srun-arg=" << a;
     out_ << " -- bash -c \"${riseml_task_script}\"\n";

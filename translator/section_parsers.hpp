@@ -14,8 +14,9 @@ void parse_tensorflow_section(YamlReader& r, const YAML::Node& node, TrainSectio
 void parse_torch_distributed(YamlReader& r, const YAML::Node& node, TrainSection& train);
 std::optional<HorovodSpec> parse_horovod(YamlReader& r, const YAML::Node& node,
                                          const std::string& path);
-// horovod.elastic (`key: node`): true, false or {min_workers, max_workers}, checked against
-// `workers` (nullopt when the workers count was wrong: the value is still checked, then false).
+// horovod.elastic (`key: node`): true, false or {min_workers, max_workers, reset_limit,
+// blacklist_cooldown, timeout}, the first two checked against `workers` (nullopt when the
+// workers count was wrong: the value is still checked, then false).
 // Sets `out` when elastic; false after reporting errors.
 bool parse_elastic(YamlReader& r, const YAML::Node& key, const YAML::Node& node,
                    const std::string& path, std::optional<long long> workers,

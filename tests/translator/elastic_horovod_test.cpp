@@ -2,6 +2,7 @@
 // becomes (--nodes=max_workers, --no-kill, one riseml-elastic line instead of srun steps), and
 // each mistake named with its line, key and fix.
 #include <algorithm>
+#include <utility>
 
 #include <gtest/gtest.h>
 
@@ -84,6 +85,31 @@ TEST(ElasticParse, DefaultsAreOneAndTheWorkers) {
     ASSERT_TRUE(e) << elastic;
     EXPECT_EQ(e->min_workers, 1) << elastic;
     EXPECT_EQ(e->max_workers, 3) << elastic;
+  }
+}
+
+TEST(ElasticParse, HorovodKnobsAreReadWhenGiven) {
+  Translation t = translate(R"(  horovod:
+    workers: 3
+    elastic:
+      reset_limit: 0
+      blacklist_cooldown: [30, 600.5]
+      timeout: 1e3
+  run: python3 train.py
+)");
+  ASSERT_TRUE(t.job && t.job->train.horovod) << t.diagnostics.format();
+  const auto& e = t.job->train.horovod->elastic;
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->reset_limit, 0);
+  EXPECT_EQ(e->blacklist_cooldown, std::make_pair(30.0, 600.5));
+  EXPECT_EQ(e->timeout, 1000.0);
+  for (const char* elastic : {"true", "{min_workers: 2}"}) {
+    t = translate(std::string("  horovod:\n    workers: 3\n    elastic: ") + elastic +
+                  "\n  run: python3 train.py\n");
+    ASSERT_TRUE(t.job && t.job->train.horovod && t.job->train.horovod->elastic) << elastic;
+    EXPECT_FALSE(t.job->train.horovod->elastic->reset_limit) << elastic;
+    EXPECT_FALSE(t.job->train.horovod->elastic->blacklist_cooldown) << elastic;
+    EXPECT_FALSE(t.job->train.horovod->elastic->timeout) << elastic;
   }
 }
 
@@ -187,6 +213,28 @@ TEST(ElasticScript, RunLinesBecomeOneTaskScriptForTheDriver) {
   const size_t exported = script.find("\nexport RISEML_ELASTIC=1\n");
   ASSERT_NE(exported, std::string::npos) << script;
   EXPECT_LT(exported, script.find("\nriseml-elastic ")) << "exported before the driver runs";
+}
+
+TEST(ElasticScript, HorovodKnobsBecomeDriverOptionsOnlyWhenGiven) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"{reset_limit: 3, blacklist_cooldown: [30, 600.5], timeout: .5e1}",
+       " --tasks-per-node 1 --reset-limit 3 --blacklist-cooldown-range 30 600.5 "
+       "--elastic-timeout 5 --srun-arg="},
+      {"{reset_limit: 0}", " --tasks-per-node 1 --reset-limit 0 --srun-arg="},
+      {"{blacklist_cooldown: [60, 60]}",
+       " --tasks-per-node 1 --blacklist-cooldown-range 60 60 --srun-arg="},
+      {"{timeout: 0}", " --tasks-per-node 1 --elastic-timeout 0 --srun-arg="},
+      {"{timeout: -0.0}", " --tasks-per-node 1 --elastic-timeout 0 --srun-arg="},
+      {"{blacklist_cooldown: [0.25, 86400], timeout: 604800}",
+       " --tasks-per-node 1 --blacklist-cooldown-range 0.25 86400 --elastic-timeout 604800 "
+       "--srun-arg="},
+      {"{min_workers: 2}", " --tasks-per-node 1 --srun-arg="},
+  };
+  for (const auto& [elastic, says] : cases) {
+    const std::string line = driver_line(
+        script_of("  horovod:\n    workers: 3\n    elastic: " + elastic + "\n  run: x\n"));
+    EXPECT_TRUE(contains(line, says)) << elastic << "\n" << line;
+  }
 }
 
 TEST(ElasticScript, InstallStepsStaySrunOnEveryNode) {
@@ -326,6 +374,23 @@ TEST(ElasticRun, TheDriverGetsEachArgumentAsOneWord) {
   EXPECT_EQ(job.driver_env(), "1");
 }
 
+TEST(ElasticRun, TheKnobsReachTheDriverAsSeparateWords) {
+  StubbedJob job;
+  const std::string script = script_of(
+      "  horovod:\n    workers: 2\n    elastic: {reset_limit: 5, blacklist_cooldown: [10, "
+      "120], timeout: 30.5}\n  run: 'true'\n");
+  CommandResult r = job.run(script);
+  EXPECT_EQ(r.status, 0) << r.err;
+  const Lines args = job.driver_args();
+  // Each option and its values are separate words.
+  const Lines knobs = {"--reset-limit", "5", "--blacklist-cooldown-range", "10", "120"};
+  const Lines timeout = {"--elastic-timeout", "30.5"};
+  EXPECT_NE(std::search(args.begin(), args.end(), knobs.begin(), knobs.end()), args.end())
+      << script;
+  EXPECT_NE(std::search(args.begin(), args.end(), timeout.begin(), timeout.end()), args.end())
+      << script;
+}
+
 TEST(ElasticRun, TheTaskScriptStopsAtTheFirstFailure) {
   StubbedJob job;
   const std::string marker = (job / "AFTER").string();
@@ -371,7 +436,53 @@ TEST(ElasticErrors, EachNamesItsLineKeyAndFix) {
        "1024 nodes: write max_workers: 1024 or less"},
       {"{min_worker: 2}",
        "5:15: error: train.horovod.elastic.min_worker: unknown key (did you mean 'min_workers'?); "
-       "'train.horovod.elastic' keys are: min_workers, max_workers"},
+       "'train.horovod.elastic' keys are: min_workers, max_workers, reset_limit, "
+       "blacklist_cooldown, timeout"},
+      {"{reset_limit: -1}",
+       "5:28: error: train.horovod.elastic.reset_limit: must be at least 0, got -1; write e.g. "
+       "reset_limit: 3"},
+      {"{reset_limit: 2.5}",
+       "5:28: error: train.horovod.elastic.reset_limit: must be a whole number, got '2.5' (a "
+       "whole number is needed); write e.g. reset_limit: 3"},
+      {"{reset_limit: 1000001}",
+       "5:28: error: train.horovod.elastic.reset_limit: is 1000001, more than 1000000: write "
+       "reset_limit: 1000000 or less (or leave it out: no limit)"},
+      {"{reset_limit: 99999999999999999999}",
+       "5:28: error: train.horovod.elastic.reset_limit: the number '99999999999999999999' is too "
+       "large; write e.g. reset_limit: 3"},
+      {"{blacklist_cooldown: 60}",
+       "5:35: error: train.horovod.elastic.blacklist_cooldown: must be a list of two numbers of "
+       "seconds, [low, high], got '60'; write e.g. blacklist_cooldown: [60, 600]"},
+      {"{blacklist_cooldown: [60, 600, 6000]}",
+       "5:35: error: train.horovod.elastic.blacklist_cooldown: must be a list of two numbers of "
+       "seconds, [low, high], got 3 value(s); write e.g. blacklist_cooldown: [60, 600]"},
+      {"{blacklist_cooldown: {low: 60, high: 600}}",
+       "5:35: error: train.horovod.elastic.blacklist_cooldown: must be a list of two numbers of "
+       "seconds, [low, high], got a mapping; write e.g. blacklist_cooldown: [60, 600]"},
+      {"{blacklist_cooldown: [0, 600]}",
+       "5:36: error: train.horovod.elastic.blacklist_cooldown[0]: must be greater than 0, got 0; "
+       "write e.g. blacklist_cooldown: [60, 600]"},
+      {"{blacklist_cooldown: [60, '600']}",
+       "5:40: error: train.horovod.elastic.blacklist_cooldown[1]: must be a number, got '600' (a "
+       "quoted number is text: remove the quotes); write e.g. blacklist_cooldown: [60, 600]"},
+      {"{blacklist_cooldown: [60, 1e5]}",
+       "5:40: error: train.horovod.elastic.blacklist_cooldown[1]: is 1e5 seconds, more than a "
+       "day (86400): write 86400 or less, e.g. blacklist_cooldown: [60, 600]"},
+      {"{blacklist_cooldown: [600, 60]}",
+       "5:35: error: train.horovod.elastic.blacklist_cooldown: low 600 is more than high 60: "
+       "write the shorter cooldown first, e.g. blacklist_cooldown: [60, 600]"},
+      {"{timeout: -1}",
+       "5:24: error: train.horovod.elastic.timeout: must be at least 0, got -1; write e.g. "
+       "timeout: 600 (seconds)"},
+      {"{timeout: 10m}",
+       "5:24: error: train.horovod.elastic.timeout: must be a number, got '10m'; write e.g. "
+       "timeout: 600 (seconds)"},
+      {"{timeout: 604801}",
+       "5:24: error: train.horovod.elastic.timeout: is 604801 seconds, more than a week (604800): "
+       "write timeout: 604800 or less"},
+      {"{timeout: 1e999}",
+       "5:24: error: train.horovod.elastic.timeout: the number '1e999' is out of range; write e.g. "
+       "timeout: 600 (seconds)"},
       {"2",
        "5:14: error: train.horovod.elastic: must be true or a mapping of min_workers and "
        "max_workers, got '2'; write e.g. elastic: true or elastic: {min_workers: 2, max_workers: "
@@ -400,6 +511,26 @@ TEST(ElasticErrors, BothBoundsWrongAreBothReported) {
       << errors;
   EXPECT_TRUE(contains(errors, "riseml.yml:7:20: error: train.horovod.elastic.max_workers: is 1"))
       << errors;
+}
+
+TEST(ElasticErrors, EveryBadKnobIsReportedInOnePass) {
+  const std::string errors = errors_of(R"(  horovod:
+    workers: 3
+    elastic:
+      reset_limit: x
+      blacklist_cooldown: [.nan, [1]]
+      timeout: '5'
+  run: python3 train.py
+)");
+  for (const char* says :
+       {"riseml.yml:6:20: error: train.horovod.elastic.reset_limit: must be a whole number",
+        "riseml.yml:7:28: error: train.horovod.elastic.blacklist_cooldown[0]: must be a number, "
+        "got '.nan'",
+        "riseml.yml:7:34: error: train.horovod.elastic.blacklist_cooldown[1]: must be a number, "
+        "got a list",
+        "riseml.yml:8:16: error: train.horovod.elastic.timeout: must be a number, got '5' (a "
+        "quoted number is text: remove the quotes)"})
+    EXPECT_TRUE(contains(errors, says)) << says << "\n" << errors;
 }
 
 TEST(ElasticErrors, ABadWorkersCountAndABadElasticAreBothReported) {
