@@ -125,6 +125,8 @@ void WorldPlanner::worker_ready(int rank) {
 
 bool WorldPlanner::wants_decision(Clock::time_point now) const {
   if (dirty_ || short_since_) return true;
+  for (const auto& [rank, w] : workers_)  // a joiner's time may run out
+    if (w.alive && w.state == WorkerState::joining) return true;
   // A listed host whose cooldown ends may start workers again.
   return std::any_of(hosts_.begin(), hosts_.end(), [&](const HostSlots& h) {
     return health_.failures(h.host) > 0 && health_.usable(h.host, now) && !host_has_live_workers(h.host) &&
@@ -139,6 +141,17 @@ WorldPlanner::Decision WorldPlanner::decide(Clock::time_point now) {
   for (int r : std::exchange(stop_pending_, {}))
     if (workers_.count(r) && workers_[r].alive) d.stop_now.push_back(r);
   if (finishing_) return d;
+
+  // Joiners that are not up in time (a hung start): their host is out, the promise kept without.
+  std::set<std::string> late;
+  for (const auto& [rank, w] : workers_)
+    if (w.alive && w.state == WorkerState::joining && now - w.started > limits_.elastic_timeout)
+      late.insert(w.host);
+  for (const auto& host : late) {
+    for (const auto& [rank, w] : workers_)
+      if (w.host == host && w.alive && w.state != WorkerState::gone) d.stop_now.push_back(rank);
+    d.notes.push_back(blacklist(host, "its workers were not up within " + seconds_text(limits_.elastic_timeout), now));
+  }
 
   const bool first = announced_ == 0;
   std::vector<int> members;
@@ -191,7 +204,7 @@ WorldPlanner::Decision WorldPlanner::decide(Clock::time_point now) {
     next_rank_ += s.count;
     capacity -= s.count;
     for (int r = s.rank_base; r < s.rank_base + s.count; ++r) {
-      workers_[r] = Worker{h.host, s.node_id, first ? WorkerState::member : WorkerState::joining, true};
+      workers_[r] = Worker{h.host, s.node_id, first ? WorkerState::member : WorkerState::joining, true, now};
       if (first) members.push_back(r);
     }
     if (health_.failures(h.host) > 0)

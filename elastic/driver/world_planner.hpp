@@ -11,7 +11,9 @@
 //     rank left it (every announcement after the first is a reset, counted against the limit);
 //   - fewer workers than the minimum: wait while hosts may still come (a discovery script, a
 //     spare host, a cooldown), up to the elastic timeout; end at once when none may come or no
-//     worker is left.
+//     worker is left;
+//   - a host whose joining workers are not all up within the elastic timeout is blacklisted (the
+//     others wait for the world with them).
 #pragma once
 
 #include "host_health.hpp"
@@ -90,6 +92,7 @@ class WorldPlanner {
     int node_id = 0;
     WorkerState state = WorkerState::member;
     bool alive = true;
+    Clock::time_point started{};
   };
   // Every worker of `host` leaves the world; returns the log line.
   std::string blacklist(const std::string& host, const std::string& why, Clock::time_point now);

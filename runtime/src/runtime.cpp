@@ -36,7 +36,9 @@ struct Runtime::State {
   std::vector<int> members;
   std::shared_ptr<Rendezvous> world;
   std::vector<int> lost;
-  long long adopted_world = -1;  // the launcher's announced world these members came from
+  // The launcher's announced world these members came from (world_announced() reads it from
+  // other threads).
+  std::atomic<long long> adopted_world{-1};
   bool failed = false;     // a collective failed since the last init (the engine said so)
   std::atomic<bool> left_out{false};  // the launcher's announced world does not have this rank
   RuntimeOptions options;  // the last init()'s, for the process sets

@@ -233,6 +233,27 @@ TEST(ElasticWorldPlanner, ASpareReplacesAFailedNodeAndABrokenSpareIsDropped) {
   EXPECT_EQ(d.announce->members, (std::vector<int>{0, 1}));
 }
 
+TEST(ElasticWorldPlanner, JoinersThatAreNotUpInTimeAreStoppedAndThePromisedWorldComesWithout) {
+  auto l = limits(1, 2);
+  l.elastic_timeout = 10s;
+  Planner p(l);
+  p.planner.hosts_found({{"a", 1}});
+  p.decide();
+  p.planner.hosts_found({{"a", 1}, {"b", 1}});
+  auto d = p.decide();
+  ASSERT_EQ(d.start.size(), 1u);
+  EXPECT_EQ(d.pending, 1);
+  EXPECT_TRUE(p.planner.wants_decision(p.now));
+  EXPECT_TRUE(p.decide(5s).stop_now.empty());
+  d = p.decide(6s);
+  EXPECT_EQ(d.stop_now, std::vector<int>{1});
+  ASSERT_TRUE(d.announce);
+  EXPECT_EQ(d.announce->members, std::vector<int>{0});
+  ASSERT_FALSE(d.notes.empty());
+  EXPECT_NE(d.notes[0].find("node b is blacklisted (its workers were not up within 10.0 s)"), std::string::npos)
+      << d.notes[0];
+}
+
 TEST(ElasticWorldPlanner, ABlacklistedHostComesBackAfterItsCooldown) {
   Planner p(limits(2, 4), std::make_pair(1.0, 2.0));  // first failure: 2 s
   p.planner.hosts_found({{"localhost", 2}, {"127.0.0.1", 2}});

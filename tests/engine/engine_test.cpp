@@ -517,18 +517,22 @@ TEST(Engine, GpuTensorWithoutGpuSupportOrDeviceSaysWhy) {
   });
 }
 
+// The error of an allreduce submitted while a peer shuts the engine down.
+std::string error_of_an_allreduce(Engine& e) {
+  std::vector<float> x(1, 1.0f);
+  try {
+    return error_of(e.allreduce("x", x.data(), x.data(), {1}, DataType::float32, ReduceOp::sum));
+  } catch (const CollectiveError& ex) {
+    return ex.what();  // already stopped when submitted
+  }
+}
+
 TEST(Engine, ShutdownOnOneRankStopsEveryRank) {
   run_engines(2, [](Engine& e, int rank) {
     if (rank == 0) {
       e.shutdown();
     } else {
-      std::vector<float> x(1, 1.0f);
-      std::string err;
-      try {
-        err = error_of(e.allreduce("x", x.data(), x.data(), {1}, DataType::float32, ReduceOp::sum));
-      } catch (const CollectiveError& ex) {
-        err = ex.what();  // already stopped when submitted
-      }
+      const std::string err = error_of_an_allreduce(e);
       EXPECT_NE(err.find("shut down"), std::string::npos) << err;
     }
     while (!e.stopped()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -548,13 +552,7 @@ TEST(Engine, ARankThatLeavesIsAFailureItCaused) {
     if (rank == 2) {
       e.shutdown(true);
     } else {
-      std::vector<float> x(1, 1.0f);
-      std::string err;
-      try {
-        err = error_of(e.allreduce("x", x.data(), x.data(), {1}, DataType::float32, ReduceOp::sum));
-      } catch (const CollectiveError& ex) {
-        err = ex.what();
-      }
+      const std::string err = error_of_an_allreduce(e);
       EXPECT_NE(err.find("rank 2 left the job"), std::string::npos) << err;
       while (!e.stopped()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
       EXPECT_TRUE(e.failed());
