@@ -66,7 +66,9 @@ std::vector<HostSlots> parse_hosts(const std::vector<std::string>& items, int de
 std::vector<HostSlots> run_discovery_script(const std::string& script, int default_slots,
                                             std::chrono::milliseconds timeout) {
   const std::string who = "host discovery script " + script;
-  const PipedChild child = start_piped({script}, {}, false);
+  // Its own process group: a script that runs too long is stopped with everything it started
+  // (a child left behind would hold the driver's standard error open).
+  const PipedChild child = start_piped({script}, {}, false, true);
   std::string output;
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   bool timed_out = false;
@@ -87,14 +89,14 @@ std::vector<HostSlots> run_discovery_script(const std::string& script, int defau
     if (n <= 0) break;
     output.append(buf, static_cast<std::size_t>(n));
     if (output.size() > (1u << 20)) {
-      ::kill(child.pid, SIGKILL);
+      ::kill(-child.pid, SIGKILL);
       ::close(child.output);
       ::waitpid(child.pid, nullptr, 0);
       throw std::runtime_error(who + " printed more than 1 MiB: not a host list");
     }
   }
   ::close(child.output);
-  if (timed_out) ::kill(child.pid, SIGKILL);
+  if (timed_out) ::kill(-child.pid, SIGKILL);
   int status = 0;
   while (::waitpid(child.pid, &status, 0) < 0 && errno == EINTR) {
   }

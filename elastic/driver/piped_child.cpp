@@ -12,7 +12,8 @@ extern char** environ;
 namespace riseml::elastic {
 
 PipedChild start_piped(const std::vector<std::string>& argv,
-                       const std::vector<std::string>& environment, bool with_stderr) {
+                       const std::vector<std::string>& environment, bool with_stderr,
+                       bool own_group) {
   // Everything the child needs is built before fork (a multi-threaded parent's child may only
   // make async-signal-safe calls).
   std::vector<std::string> words = argv, env = environment;
@@ -31,6 +32,7 @@ PipedChild start_piped(const std::vector<std::string>& argv,
     throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
   }
   if (pid == 0) {
+    if (own_group) ::setpgid(0, 0);
     ::dup2(out[1], STDOUT_FILENO);
     if (with_stderr) ::dup2(out[1], STDERR_FILENO);
     ::execvpe(args[0], args.data(), child_env);

@@ -14,10 +14,12 @@ struct PipedChild {
   int output = -1;  // read end; the caller closes it
 };
 
-// `environment`: "NAME=value" strings, or empty for this process's own. Throws
-// std::runtime_error when the pipe or the fork fails; a program that cannot be run exits 127
-// after saying so on the pipe.
+// `environment`: "NAME=value" strings, or empty for this process's own. `own_group`: the child
+// leads a process group of its own, so that kill(-pid, ...) reaches whatever it started too.
+// Throws std::runtime_error when the pipe or the fork fails; a program that cannot be run exits
+// 127 after saying so on the pipe.
 PipedChild start_piped(const std::vector<std::string>& argv,
-                       const std::vector<std::string>& environment, bool with_stderr);
+                       const std::vector<std::string>& environment, bool with_stderr,
+                       bool own_group = false);
 
 }  // namespace riseml::elastic

@@ -31,7 +31,7 @@ trap cleanup EXIT
 nodes="${testbed_nodes[0]},${testbed_nodes[1]},${testbed_nodes[2]}"
 
 cat >"$work/worker.py" <<'PY'
-# Allreduces of 256 KiB, a commit every 10 steps, 300 steps; each worker writes its pid.
+# Allreduces of 256 KiB, a commit every 10 steps, 200 steps; each worker writes its pid.
 import os, sys, time
 import torch
 import riseml.torch as hvd
@@ -43,7 +43,7 @@ with open(os.path.join(work, "pid.%d" % rank), "w") as f:
 state = hvd.elastic.ObjectState(hvd.broadcast_object, hvd.rank, step=0)
 @hvd.elastic.run
 def train(state):
-    while state.step < 300:
+    while state.step < 200:
         out = hvd.allreduce(torch.ones(65536), name="g")
         assert float(out[0]) == 1.0, out[0]
         state.step += 1

@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <string>
+#include <thread>
 
 namespace riseml::elastic {
 namespace {
@@ -21,6 +23,20 @@ std::string script(const std::string& name, const std::string& body) {
   std::ofstream(path) << "#!/bin/bash\n" << body << "\n";
   ::chmod(path.c_str(), 0755);
   return path;
+}
+
+// Dead or a zombie (reaped by whoever adopted it).
+bool gone_within(int pid, std::chrono::milliseconds wait) {
+  const auto until = std::chrono::steady_clock::now() + wait;
+  do {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(stat, line)) return true;
+    const auto close = line.rfind(')');
+    if (close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'Z') return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  } while (std::chrono::steady_clock::now() < until);
+  return false;
 }
 
 std::string error_of(const std::function<void()>& f) {
@@ -53,8 +69,16 @@ TEST(ElasticHostList, TheDiscoveryScriptsAnswer) {
   EXPECT_NE(bad_line.find("line 2: 'b c' is not a host name"), std::string::npos) << bad_line;
   EXPECT_NE(error_of([] { run_discovery_script(script("fails", "echo a; exit 3"), 1, 5s); }).find("exited with status 3"),
             std::string::npos);
-  EXPECT_NE(error_of([] { run_discovery_script(script("slow", "sleep 30"), 1, 300ms); }).find("ran longer than 300 ms"),
+  // Stopped with what it started: nothing is left holding this process's standard error.
+  const std::string child_pid = ::testing::TempDir() + "/riseml_discovery_child_" + std::to_string(::getpid());
+  EXPECT_NE(error_of([&] {
+              run_discovery_script(script("slow", "sleep 30 & echo $! > " + child_pid + "; wait"), 1, 300ms);
+            }).find("ran longer than 300 ms"),
             std::string::npos);
+  int pid = 0;
+  std::ifstream(child_pid) >> pid;
+  ASSERT_GT(pid, 0);
+  EXPECT_TRUE(gone_within(pid, 2s)) << "the script's child " << pid << " outlived it";
   EXPECT_NE(error_of([] { run_discovery_script("/no/such/script", 1, 5s); }).find("exited with status 127"),
             std::string::npos);
   EXPECT_NE(error_of([] { run_discovery_script(script("twice", "echo a\necho a:2"), 1, 5s); }).find("listed twice"),
