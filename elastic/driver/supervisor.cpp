@@ -52,12 +52,6 @@ using Clock = std::chrono::steady_clock;
 std::atomic<int> g_signal{0};
 void on_signal(int sig) { g_signal = sig; }
 
-std::string rank_list(const std::vector<int>& ranks) {
-  std::string out;
-  for (int r : ranks) out += (out.empty() ? "" : ", ") + std::to_string(r);
-  return out;
-}
-
 std::string describe_status(int status) {
   if (WIFEXITED(status)) return "exit status " + std::to_string(WEXITSTATUS(status));
   if (WIFSIGNALED(status)) return std::string("signal ") + ::strsignal(WTERMSIG(status));
@@ -74,8 +68,7 @@ int exit_code_of(int status) {
 struct Step {
   StartWorkers workers;  // with --launcher local: count 1, the worker's own rank
   bool srun = true;
-  pid_t pid = -1;
-  bool exited = false;
+  pid_t pid = -1;  // -1 once it ended
   std::thread reader;
   std::shared_ptr<std::atomic<bool>> output_closed = std::make_shared<std::atomic<bool>>(false);
   Clock::time_point term_sent{};
@@ -307,11 +300,10 @@ int supervise(const DriverOptions& options, const std::string& job_id, DriverLog
     const auto now = Clock::now();
     // 1. Steps that ended.
     for (auto& s : steps) {
-      if (s.pid <= 0 || s.exited) continue;
+      if (s.pid <= 0) continue;
       int status = 0;
       const pid_t done = ::waitpid(s.pid, &status, WNOHANG);
       if (done != s.pid) continue;
-      s.exited = true;
       s.pid = -1;
       const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
       const auto ranks = s.ranks();
@@ -328,10 +320,9 @@ int supervise(const DriverOptions& options, const std::string& job_id, DriverLog
       } else if (!ok) {
         log.say((s.srun ? "node " + s.workers.host + " left: its step ended with "
                         : who + " failed: " ) + describe_status(status));
+        if (s.srun) said_left.insert(s.workers.host);
         if (!first_failure) first_failure = exit_code_of(status);
-        soon(std::chrono::milliseconds(100));
       }
-      if (!ok && s.srun && !gone && s.term_sent == Clock::time_point{}) said_left.insert(s.workers.host);
       // A worker the driver stopped did not fail.
       for (int r : ranks)
         for (const auto& note : planner.worker_exited(r, ok || s.term_sent != Clock::time_point{}, now))

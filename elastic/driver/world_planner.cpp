@@ -1,17 +1,18 @@
 #include "world_planner.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <set>
 
 namespace riseml::elastic {
 
-namespace {
 std::string rank_list(const std::vector<int>& ranks) {
   std::string out;
   for (int r : ranks) out += (out.empty() ? "" : ", ") + std::to_string(r);
   return out;
 }
 
+namespace {
 std::string seconds_text(std::chrono::steady_clock::duration d) {
   const double s = std::chrono::duration<double>(d).count();
   char text[32];
@@ -40,14 +41,19 @@ bool WorldPlanner::host_has_live_workers(const std::string& host) const {
   return false;
 }
 
-std::string WorldPlanner::blacklist(const std::string& host, const std::string& why,
-                                    Clock::time_point now) {
+std::vector<int> WorldPlanner::take_out(const std::string& host) {
   std::vector<int> leaving;
   for (auto& [rank, w] : workers_)
     if (w.host == host && w.state != WorkerState::gone) {
       w.state = WorkerState::gone;
       leaving.push_back(rank);
     }
+  return leaving;
+}
+
+std::string WorldPlanner::blacklist(const std::string& host, const std::string& why,
+                                    Clock::time_point now) {
+  const std::vector<int> leaving = take_out(host);
   failed_ = removed_ = dirty_ = true;
   const auto out = health_.blacklist(host, now);
   return "node " + host + " is blacklisted (" + why + ")" +
@@ -72,12 +78,7 @@ std::vector<std::string> WorldPlanner::hosts_found(const std::vector<HostSlots>&
   for (const auto& old : hosts_) {
     if (std::any_of(hosts.begin(), hosts.end(), [&](const HostSlots& h) { return h.host == old.host; }))
       continue;
-    std::vector<int> leaving;
-    for (auto& [rank, w] : workers_)
-      if (w.host == old.host && w.state != WorkerState::gone) {
-        w.state = WorkerState::gone;
-        leaving.push_back(rank);
-      }
+    const std::vector<int> leaving = take_out(old.host);
     notes.push_back("discovery: node " + old.host + " removed" +
                     (leaving.empty() ? std::string() : "; its workers leave: rank(s) " + rank_list(leaving)));
     if (!leaving.empty()) removed_ = true;

@@ -29,6 +29,9 @@
 
 namespace riseml::elastic {
 
+// "0, 1, 5", for log lines.
+std::string rank_list(const std::vector<int>& ranks);
+
 struct StartWorkers {
   std::string host;
   int node_id = 0;    // hosts numbered in the order they first ran workers
@@ -94,7 +97,9 @@ class WorldPlanner {
     bool alive = true;
     Clock::time_point started{};
   };
-  // Every worker of `host` leaves the world; returns the log line.
+  // Every worker of `host` still in (or joining) the world leaves it; returns their ranks.
+  std::vector<int> take_out(const std::string& host);
+  // take_out() for a failure, and HostHealth's blacklist; returns the log line.
   std::string blacklist(const std::string& host, const std::string& why, Clock::time_point now);
   bool host_has_live_workers(const std::string& host) const;
 

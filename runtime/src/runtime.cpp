@@ -86,11 +86,12 @@ void Runtime::init(const RuntimeOptions& options) {
     std::lock_guard lock(s.mutex);
     if (s.engine) return;
   }
-  // The launcher's announced world, when it is newer than the one these members came from.
-  const auto adopt_announced_world = [](State& st) {
+  // The launcher's announced world, when it is newer than the one these members came from (and
+  // at least the world `at_least`).
+  const auto adopt_announced_world = [](State& st, long long at_least = 0) {
     if (!st.job->announced_world) return false;
     const std::optional<AnnouncedWorld> announced = st.job->announced_world();
-    if (!announced || announced->number <= st.adopted_world) return false;
+    if (!announced || announced->number <= st.adopted_world || announced->number < at_least) return false;
     st.members = announced->members;
     st.adopted_world = announced->number;
     // Rendezvous keys every member of the announced world agrees on: a worker that joins it
@@ -103,8 +104,7 @@ void Runtime::init(const RuntimeOptions& options) {
   const auto await_world = [&](State& st, long long number, const std::string& why) {
     const auto deadline = std::chrono::steady_clock::now() + options.next_world_wait;
     for (;;) {
-      if (const auto a = st.job->announced_world(); a && a->number >= number && adopt_announced_world(st))
-        return;
+      if (adopt_announced_world(st, number)) return;
       if (std::chrono::steady_clock::now() > deadline)
         throw CollectiveError(ErrorKind::timeout,
                               "riseml: rank " + std::to_string(st.job->facts.rank) + " " + why +
