@@ -43,7 +43,7 @@ std::variant<DriverOptions, int> parse_driver_options(const std::vector<std::str
   app.prefix_command();
   DriverOptions options;
   int workers = 0;
-  double grace = 30, stop_grace = 10, discovery_interval = 1, elastic_timeout = 600;
+  double grace = 30, stop_grace = 10, discovery_interval = 1, elastic_timeout = 600, start_timeout = 120;
   std::string nodes;
   std::vector<double> cooldown;
   int min_np = 0, max_np = 0, reset_limit = 0;
@@ -60,6 +60,10 @@ std::variant<DriverOptions, int> parse_driver_options(const std::vector<std::str
                  "seconds the other nodes' workers may take after the first node's finished "
                  "well, before they are stopped (default 30)")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--start-timeout", start_timeout,
+                 "seconds a joining host's workers may take to be up before the host is "
+                 "blacklisted (default 120)")
+      ->check(CLI::PositiveNumber);
   app.add_option("--stop-grace", stop_grace,
                  "seconds between SIGTERM and SIGKILL when stopping a node's step (default 10)")
       ->check(CLI::NonNegativeNumber);
@@ -134,6 +138,7 @@ std::variant<DriverOptions, int> parse_driver_options(const std::vector<std::str
   if (!cooldown.empty()) options.cooldown = std::make_pair(cooldown[0], cooldown[1]);
   options.discovery_interval = to_milliseconds(discovery_interval);
   options.elastic_timeout = to_milliseconds(elastic_timeout);
+  options.start_timeout = to_milliseconds(start_timeout);
   options.grace = to_milliseconds(grace);
   options.stop_grace = to_milliseconds(stop_grace);
   for (std::size_t at = 0; !nodes.empty() && at <= nodes.size();) {

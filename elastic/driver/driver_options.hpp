@@ -46,6 +46,8 @@ struct DriverOptions {
   std::optional<std::pair<double, double>> cooldown;
   // How long the job may have fewer workers than its minimum before it ends.
   std::chrono::milliseconds elastic_timeout = std::chrono::seconds(600);
+  // How long a joining host's workers may take to be up (Horovod's --start-timeout).
+  std::chrono::milliseconds start_timeout = std::chrono::seconds(120);
   std::vector<std::string> command;
 
   // The job's bounds in workers (ranks): from --min-np/--max-np, else from the node counts.

@@ -196,6 +196,7 @@ int supervise(const DriverOptions& options, const std::string& job_id, DriverLog
   limits.max_ranks = options.max_ranks();
   limits.reset_limit = options.reset_limit;
   limits.elastic_timeout = options.elastic_timeout;
+  limits.start_timeout = options.start_timeout;
   limits.hosts_may_appear = !options.discovery_script.empty();
   WorldPlanner planner(limits, health);
   const bool local = options.launcher == Launcher::local;

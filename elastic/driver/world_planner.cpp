@@ -146,12 +146,12 @@ WorldPlanner::Decision WorldPlanner::decide(Clock::time_point now) {
   // Joiners that are not up in time (a hung start): their host is out, the promise kept without.
   std::set<std::string> late;
   for (const auto& [rank, w] : workers_)
-    if (w.alive && w.state == WorkerState::joining && now - w.started > limits_.elastic_timeout)
+    if (w.alive && w.state == WorkerState::joining && now - w.started > limits_.start_timeout)
       late.insert(w.host);
   for (const auto& host : late) {
     for (const auto& [rank, w] : workers_)
       if (w.host == host && w.alive && w.state != WorkerState::gone) d.stop_now.push_back(rank);
-    d.notes.push_back(blacklist(host, "its workers were not up within " + seconds_text(limits_.elastic_timeout), now));
+    d.notes.push_back(blacklist(host, "its workers were not up within " + seconds_text(limits_.start_timeout) + " (--start-timeout)", now));
   }
 
   const bool first = announced_ == 0;

@@ -12,7 +12,7 @@
 //   - fewer workers than the minimum: wait while hosts may still come (a discovery script, a
 //     spare host, a cooldown), up to the elastic timeout; end at once when none may come or no
 //     worker is left;
-//   - a host whose joining workers are not all up within the elastic timeout is blacklisted (the
+//   - a host whose joining workers are not all up within the start timeout is blacklisted (the
 //     others wait for the world with them).
 #pragma once
 
@@ -53,6 +53,7 @@ class WorldPlanner {
     int max_ranks = 1;
     std::optional<int> reset_limit;
     Clock::duration elastic_timeout = std::chrono::minutes(10);
+    Clock::duration start_timeout = std::chrono::minutes(2);  // for a joiner to be up
     bool hosts_may_appear = false;  // a discovery script may list new hosts later
   };
   WorldPlanner(Limits limits, HostHealth& health);

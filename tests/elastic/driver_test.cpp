@@ -41,7 +41,7 @@ TEST(ElasticDriverOptions, ParsesHorovodsElasticOptions) {
   const auto o = parsed({"--launcher", "local", "--host-discovery-script", "/tmp/d.sh",
                          "--min-np", "2", "--max-np", "4", "--reset-limit", "1",
                          "--blacklist-cooldown-range", "1", "2", "--elastic-timeout", "1.5",
-                         "--discovery-interval", "0.05", "--", "python3", "w.py"});
+                         "--discovery-interval", "0.05", "--start-timeout", "30", "--", "python3", "w.py"});
   EXPECT_EQ(o.launcher, Launcher::local);
   EXPECT_EQ(o.discovery_script, "/tmp/d.sh");
   EXPECT_EQ(o.min_ranks(), 2);
@@ -51,6 +51,7 @@ TEST(ElasticDriverOptions, ParsesHorovodsElasticOptions) {
   EXPECT_EQ(o.cooldown->second, 2.0);
   EXPECT_EQ(o.elastic_timeout, std::chrono::milliseconds(1500));
   EXPECT_EQ(o.discovery_interval, std::chrono::milliseconds(50));
+  EXPECT_EQ(o.start_timeout, std::chrono::seconds(30));
   EXPECT_EQ(o.command, (std::vector<std::string>{"python3", "w.py"}));
   // The node counts of the Slurm line, in workers.
   const auto n = parsed({"--workers", "3", "--min-workers", "2", "--tasks-per-node", "2", "p"});
