@@ -3,9 +3,11 @@
 #include "agreement.hpp"
 #include "request_check.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -44,10 +46,16 @@ EngineLoop::EngineLoop(Rendezvous& rendezvous, const CommunicatorOptions& commun
                                      gpu_options(options_.gpu, communicator_options)},
                 options_.fusion_threshold) {
   if (rank_ == 0 && !options_.timeline_path.empty()) timeline_.open(options_.timeline_path);
+  if (options_.waiters_run_cycles) runner_->loop = this;
+  planned_ = Clock::now();
   thread_ = std::thread([this] { run(); });
 }
 
-EngineLoop::~EngineLoop() { shutdown(); }
+EngineLoop::~EngineLoop() {
+  shutdown();
+  std::lock_guard lock(runner_->mutex);  // after any helper that is still in a cycle
+  runner_->loop = nullptr;
+}
 
 void EngineLoop::shutdown(bool leaving) {
   queue_.request_shutdown(leaving);
@@ -75,6 +83,7 @@ Handle EngineLoop::enqueue(Request request) {
   if (device >= 0) ready = mark_ready(device, request.stream);
   auto handle = std::make_shared<HandleState>();
   handle->census = stalls_.census();
+  handle->runner = runner_;
   queue_.submit(std::move(request), handle, std::move(ready));
   return Handle(handle);
 }
@@ -84,48 +93,114 @@ bool EngineLoop::globally_idle() const {
 }
 
 void EngineLoop::run() {
-  auto next = Clock::now();
-  try {
-    bool idle = false;
-    while (true) {
+  std::unique_lock lock(runner_->mutex);
+  while (!ended_) {
+    // The plan, read under the mutex; the wait, without it (a helper may run cycles meanwhile).
+    const bool idle = idle_;
+    const auto next = planned_ + options_.cycle_time;
+    const bool awaited = !idle && negotiator_.awaits(rank_);
+    const std::uint64_t seen = cycles_;
+    lock.unlock();
+    std::optional<CollectiveError> failed;
+    try {
       if (idle) {
         // Nothing pending on any rank: no cycling. Sleep until this rank gets work or a peer
         // starts the next cycle (its message wakes this rank), at most kIdleWait.
-        queue_.set_parked(true);
-        comm_->wait_for_peers(kIdleWait, [&] { return queue_.has_local_work(); });
-        queue_.set_parked(false);
-        next = Clock::now();
+        queue_.park();
+        comm_->wait_for_peers(kIdleWait, [&] { return resume_.load() || queue_.has_local_work(); },
+                              &runner_->mutex);
+        queue_.unpark();
       } else {
-        next += options_.cycle_time;
-        wait_between_cycles(next);
+        wait_between_cycles(next, awaited, &runner_->mutex);
       }
-      const auto now = Clock::now();
-      if (next < now) next = now;
-      if (!cycle()) break;
-      idle = globally_idle();
+    } catch (const std::exception& e) {
+      failed = CollectiveError(ErrorKind::system, std::string("riseml: engine: ") + e.what());
     }
-  } catch (const CollectiveError& e) {
-    stop_all(e);
-  } catch (const std::exception& e) {
-    stop_all(CollectiveError(ErrorKind::system, std::string("riseml: engine: ") + e.what()));
+    lock.lock();
+    resume_ = false;
+    if (failed && !ended_) {
+      ended_ = true;
+      stop_all(*failed);
+    }
+    if (ended_) break;
+    if (cycles_ != seen) continue;  // a helper ran cycles meanwhile: plan again from its state
+    run_one_cycle();
   }
+  lock.unlock();
   executor_.release_device();  // NCCL teardown here, while the peers' engines end too
   timeline_.close();
 }
 
-void EngineLoop::wait_between_cycles(Clock::time_point next) {
+bool EngineLoop::run_one_cycle() {
+  const auto now = Clock::now();
+  // After an idle stretch the cycle starts now; else at its planned time, or now if late.
+  planned_ = idle_ ? now : std::max(planned_ + options_.cycle_time, now);
+  ++cycles_;
+  try {
+    if (!cycle()) ended_ = true;
+    idle_ = globally_idle();
+  } catch (const CollectiveError& e) {
+    ended_ = true;
+    stop_all(e);
+  } catch (const std::exception& e) {
+    ended_ = true;
+    stop_all(CollectiveError(ErrorKind::system, std::string("riseml: engine: ") + e.what()));
+  }
+  if (ended_) {  // the engine thread, if a helper ran this cycle, is to end too
+    resume_ = true;
+    comm_->interrupt_wait();
+  }
+  return !ended_;
+}
+
+void EngineLoop::run_cycles_until_done(HandleState& handle) {
+  // Device tensors stay with the engine thread: its CUDA streams and NCCL communicator were
+  // made there, and GPU collectives are long enough for a wake-up not to matter.
+  if (queue_.gpu_device() >= 0) return;
+  while (!ended_ && !handle.is_done()) {
+    if (!idle_) {
+      const auto next = planned_ + options_.cycle_time;
+      // This thread holds the runner: the wait may look at the links.
+      wait_between_cycles(next, negotiator_.awaits(rank_), nullptr);
+      if (handle.is_done()) break;  // failed by a shutdown meanwhile
+    }
+    if (!run_one_cycle()) break;
+  }
+  // Work left that nobody waits on here (other threads' handles, peers' tensors): the engine
+  // thread takes over.
+  if (!ended_ && (!idle_ || queue_.has_local_work())) {
+    resume_ = true;
+    comm_->interrupt_wait();
+  }
+}
+
+void help_run_cycles(CycleRunner& runner, HandleState& handle) {
+  std::unique_lock lock(runner.mutex, std::try_to_lock);
+  if (!lock.owns_lock() || runner.loop == nullptr) return;  // the engine thread is in a cycle
+  if (handle.census) handle.census->waiting.fetch_add(1);
+  runner.loop->run_cycles_until_done(handle);
+  if (handle.census) handle.census->waiting.fetch_sub(1);
+}
+
+void EngineLoop::wait_between_cycles(Clock::time_point next, bool awaited, std::mutex* links_guard) {
+  // The engine thread (the one that waits without the runner) also ends its wait when a helper
+  // hands the cycles back.
+  const bool engine_thread = links_guard != nullptr;
   // Until the next cycle is due, so that what is submitted meanwhile is fused (Horovod's cycle
   // time), unless waiting gains nothing: a peer that starts its next cycle is blocked in the
   // negotiation until this rank joins (its message ends the wait), and while the peers wait
   // for a tensor this rank has not submitted, its next submission ends it too. A small
   // collective then costs no cycle time (docs/performance.md, "Small messages").
-  const bool awaited = negotiator_.awaits(rank_);
-  queue_.set_parked(awaited);  // a submission then interrupts the wait
+  if (awaited) queue_.park();  // a submission then interrupts the wait
   const auto now = Clock::now();
   if (next > now)
     comm_->wait_for_peers(std::chrono::duration_cast<std::chrono::microseconds>(next - now),
-                          [&] { return awaited ? queue_.has_local_work() : queue_.shutdown_requested(); });
-  queue_.set_parked(false);
+                          [&] {
+                            return (engine_thread && resume_.load()) ||
+                                   (awaited ? queue_.has_local_work() : queue_.shutdown_requested());
+                          },
+                          links_guard);
+  if (awaited) queue_.unpark();
 }
 
 void EngineLoop::stop_all(const CollectiveError& error, bool by_failure) {

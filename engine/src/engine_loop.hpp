@@ -5,6 +5,7 @@
 // Engine is its public face.
 #pragma once
 
+#include "cycle_runner.hpp"
 #include "executor.hpp"
 #include "finisher.hpp"
 #include "negotiator.hpp"
@@ -15,8 +16,11 @@
 #include <riseml/communicator.hpp>
 #include <riseml/engine/engine.hpp>
 
+#include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -40,11 +44,18 @@ class EngineLoop {
   // Empty: stop. The path is tried here (so the caller sees a bad one); the engine thread
   // switches at its next cycle.
   void set_timeline(const std::string& path);
+  // A thread blocked on `handle`, holding the runner's mutex: runs cycles until the handle is
+  // done or the engine ends (see cycle_runner.hpp).
+  void run_cycles_until_done(HandleState& handle);
 
  private:
   void run();
+  // With the runner's mutex held: one cycle, planned as the engine thread would plan it;
+  // false once the engine has ended (a shutdown, or an error: every handle failed).
+  bool run_one_cycle();
   bool cycle();  // false: the engine stops
-  void wait_between_cycles(Clock::time_point next);
+  // `links_guard`: the runner's mutex when the waiting thread does not hold it.
+  void wait_between_cycles(Clock::time_point next, bool awaited, std::mutex* links_guard);
   // The same on every rank: nothing pending anywhere, nobody joined, no stall verdict to send.
   bool globally_idle() const;
   // `by_failure`: a collective failed (not a shutdown); Engine::failed() tells it.
@@ -60,6 +71,13 @@ class EngineLoop {
   Finisher finisher_;
   Timeline timeline_;
   Executor executor_;
+  std::shared_ptr<CycleRunner> runner_ = std::make_shared<CycleRunner>();
+  // Guarded by the runner's mutex: the state the next cycle is planned from.
+  bool idle_ = false;                // nothing pending on any rank after the last cycle
+  Clock::time_point planned_{};      // when the last cycle was planned to start
+  std::uint64_t cycles_ = 0;         // cycles run, by any thread
+  std::atomic<bool> ended_{false};
+  std::atomic<bool> resume_{false};  // a helper left work behind: the engine thread goes on
   std::thread thread_;
 };
 

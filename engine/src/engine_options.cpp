@@ -48,6 +48,12 @@ EngineOptions EngineOptions::from_environment() {
   if (auto v = lookup("RISEML_STALL_CHECK_S", "HOROVOD_STALL_CHECK_TIME_SECONDS")) o.stall_check = seconds(*v);
   if (auto v = lookup("RISEML_STALL_SHUTDOWN_S", "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS")) o.stall_shutdown = seconds(*v);
   if (auto v = lookup("RISEML_DEADLOCK_S")) o.deadlock_shutdown = seconds(*v);
+  if (auto v = lookup("RISEML_WAITERS_RUN_CYCLES")) {
+    if (v->second != "0" && v->second != "1")
+      throw CollectiveError(ErrorKind::invalid_argument,
+                            "riseml: RISEML_WAITERS_RUN_CYCLES='" + v->second + "' is not 0 or 1");
+    o.waiters_run_cycles = v->second == "1";
+  }
   o.gpu = cuda::GpuOptions::from_environment();
   // DYNAMIC (Horovod's word): no file until Engine::start_timeline(path).
   if (auto v = lookup("RISEML_TIMELINE", "HOROVOD_TIMELINE"); v && v->second != "DYNAMIC")

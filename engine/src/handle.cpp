@@ -23,6 +23,7 @@ bool Handle::poll() const {
 
 void Handle::wait() const {
   HandleState& s = checked(state_);
+  if (s.runner && !s.is_done()) help_run_cycles(*s.runner, s);
   std::unique_lock lock(s.mutex);
   if (!s.done) {
     if (s.census) s.census->waiting.fetch_add(1);

@@ -11,6 +11,7 @@
 #include <optional>
 #include <vector>
 
+#include "cycle_runner.hpp"
 #include "wait_census.hpp"
 
 namespace riseml::engine {
@@ -29,6 +30,13 @@ struct HandleState {
   int join_result = -1;
   // The engine's census: waits on this handle and its finishing are counted there.
   std::shared_ptr<WaitCensus> census;
+  // A thread that waits on this handle runs the engine's cycles itself when it may.
+  std::shared_ptr<CycleRunner> runner;
+
+  bool is_done() {
+    std::lock_guard lock(mutex);
+    return done;
+  }
 
   void complete() {
     {

@@ -151,7 +151,7 @@ bool TensorQueue::has_local_work() {
 void TensorQueue::wake_if_parked() {
   // Seen parked (after the work was queued under the mutex): it may not have seen the work, so
   // wake it. Seen not parked: it looks at the queue before it parks.
-  if (parked_.load(std::memory_order_seq_cst)) comm_.interrupt_wait();
+  if (parked_.load(std::memory_order_seq_cst) > 0) comm_.interrupt_wait();
 }
 
 }  // namespace riseml::engine

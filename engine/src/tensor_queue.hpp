@@ -78,8 +78,10 @@ class TensorQueue {
   bool has_local_work();
   // Shutdown was requested (it wakes the engine thread wherever it waits).
   bool shutdown_requested();
-  // The engine thread is about to sleep in the communicator (true), or is awake (false).
-  void set_parked(bool parked) { parked_.store(parked, std::memory_order_seq_cst); }
+  // A thread that runs cycles is about to sleep in the communicator (park), or is awake.
+  // Counted: the engine thread and a thread that runs cycles for its handle may both wait.
+  void park() { parked_.fetch_add(1, std::memory_order_seq_cst); }
+  void unpark() { parked_.fetch_sub(1, std::memory_order_seq_cst); }
 
  private:
   void wake_if_parked();
@@ -98,7 +100,7 @@ class TensorQueue {
   bool stopped_by_failure_ = false;
   std::optional<std::string> timeline_switch_;
   int gpu_device_ = -1;  // one per process: NCCL binds a communicator to one device
-  std::atomic<bool> parked_{false};
+  std::atomic<int> parked_{0};
 };
 
 }  // namespace riseml::engine

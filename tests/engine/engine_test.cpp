@@ -8,6 +8,7 @@
 #include <array>
 #include <string>
 #include <atomic>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -561,6 +562,68 @@ TEST(Engine, ARankThatLeavesIsAFailureItCaused) {
   });
 }
 
+// A thread that waits on a handle runs the cycles itself when the engine thread is not in one
+// (cycle_runner.hpp); what it leaves behind (work nobody waits on) the engine thread finishes.
+void sync_and_async_traffic(bool waiters_run_cycles) {
+  constexpr int kSync = 300, kAsync = 60;
+  auto options = [&](int) {
+    EngineOptions o;
+    o.waiters_run_cycles = waiters_run_cycles;
+    return o;
+  };
+  run_engines(3, options, [](Engine& e, int rank) {
+    std::thread waiter([&] {
+      for (int i = 0; i < kSync; ++i) {
+        std::vector<std::int32_t> x(static_cast<std::size_t>(1 + i % 7), rank + i);
+        e.allreduce("s" + std::to_string(i), x.data(), x.data(), {static_cast<std::int64_t>(x.size())},
+                    DataType::int32, ReduceOp::sum)
+            .wait();
+        EXPECT_EQ(x.back(), 3 + 3 * i) << "sync " << i;
+      }
+    });
+    // Submitted now and then, never waited on: only polled.
+    std::vector<std::vector<double>> data(kAsync);
+    std::vector<Handle> handles;
+    for (int i = 0; i < kAsync; ++i) {
+      data[i].assign(3, double(rank * i));
+      handles.push_back(e.allreduce("a" + std::to_string(i), data[i].data(), data[i].data(), {3},
+                                    DataType::float64, ReduceOp::sum));
+      if (i % 5 == rank) std::this_thread::sleep_for(std::chrono::microseconds(300));
+    }
+    waiter.join();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+    for (int i = 0; i < kAsync; ++i) {
+      while (!handles[i].poll() && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+      ASSERT_TRUE(handles[i].poll()) << "async " << i << " never finished";
+      EXPECT_EQ(data[i][2], double(3 * i)) << "async " << i;
+    }
+    e.barrier().wait();
+  });
+}
+
+TEST(Engine, WaitersRunCyclesAndTheEngineThreadFinishesWhatNobodyWaitsOn) {
+  sync_and_async_traffic(true);
+}
+
+TEST(Engine, WithoutWaitersRunningCyclesTheEngineThreadRunsThemAll) {
+  sync_and_async_traffic(false);
+}
+
+// A rank whose caller runs the cycles (it waits for a tensor the peer never submits) still
+// hears of the peer's shutdown, fails its handle, and its engine ends.
+TEST(Engine, AShutdownReachesACallerThatRunsTheCycles) {
+  run_engines(2, [](Engine& e, int rank) {
+    if (rank == 1) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      e.shutdown();
+      return;
+    }
+    const std::string err = error_of_an_allreduce(e);
+    EXPECT_NE(err.find("shut down"), std::string::npos) << err;
+  });
+}
+
 TEST(EngineOptions, FromEnvironment) {
   setenv("HOROVOD_FUSION_THRESHOLD", "1000", 1);
   setenv("RISEML_FUSION_THRESHOLD", "2000", 1);
@@ -575,6 +638,12 @@ TEST(EngineOptions, FromEnvironment) {
   EXPECT_EQ(o.cycle_time, std::chrono::microseconds(2500));
   EXPECT_EQ(o.stall_check, std::chrono::seconds(7));
   EXPECT_EQ(o.timeline_path, "/tmp/t.json");
+  EXPECT_TRUE(o.waiters_run_cycles);
+  setenv("RISEML_WAITERS_RUN_CYCLES", "0", 1);
+  EXPECT_FALSE(EngineOptions::from_environment().waiters_run_cycles);
+  setenv("RISEML_WAITERS_RUN_CYCLES", "yes", 1);
+  EXPECT_THROW(EngineOptions::from_environment(), CollectiveError);
+  unsetenv("RISEML_WAITERS_RUN_CYCLES");
   setenv("RISEML_CYCLE_TIME_MS", "soon", 1);
   try {
     EngineOptions::from_environment();

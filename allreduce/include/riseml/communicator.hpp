@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -174,7 +175,11 @@ class Communicator {
   // collective), until `has_local_work` (asked after every wake-up) says yes, or until
   // `timeout`, using no CPU meanwhile. interrupt_wait() (any thread) makes it ask
   // has_local_work again: call it after giving the waiting thread work.
-  void wait_for_peers(std::chrono::microseconds timeout, const std::function<bool()>& has_local_work);
+  // `links_guard`: where another thread may run collectives on this communicator meanwhile,
+  // the mutex it holds while it does; the wait looks at the links only while it can take that
+  // mutex, and returns as soon as it cannot (the other thread is running one).
+  void wait_for_peers(std::chrono::microseconds timeout, const std::function<bool()>& has_local_work,
+                      std::mutex* links_guard = nullptr);
   void interrupt_wait() noexcept;
 
   // Which algorithm `allreduce` would run for this many bytes (after RISEML_ALGORITHM).

@@ -90,8 +90,9 @@ std::string Communicator::describe_transports() const { return context_->describ
 std::string Communicator::describe_placement() const { return context_->describe_placement(); }
 
 void Communicator::wait_for_peers(std::chrono::microseconds timeout,
-                                  const std::function<bool()>& has_local_work) {
-  context_->wait_for_peers(timeout, has_local_work);
+                                  const std::function<bool()>& has_local_work,
+                                  std::mutex* links_guard) {
+  context_->wait_for_peers(timeout, has_local_work, links_guard);
 }
 
 void Communicator::interrupt_wait() noexcept { context_->interrupt_wait(); }

@@ -116,7 +116,7 @@ Context::~Context() {
 }
 
 void Context::wait_for_peers(std::chrono::microseconds timeout,
-                             const std::function<bool()>& has_local_work) {
+                             const std::function<bool()>& has_local_work, std::mutex* links_guard) {
   using Clock = std::chrono::steady_clock;
   const auto until = Clock::now() + timeout;
   // Sockets (and the in-process fabric) are polled with the interrupt eventfd; shared memory
@@ -134,7 +134,12 @@ void Context::wait_for_peers(std::chrono::microseconds timeout,
     // after the look rings the doorbell (doorbell.hpp).
     const std::uint32_t armed_at = doorbell_ ? doorbell_->arm() : 0;
     bool ready = has_local_work();
-    for (const auto& l : links_) ready = ready || (l && l->has_incoming());
+    if (!ready) {
+      std::unique_lock<std::mutex> looking;
+      if (links_guard) looking = std::unique_lock(*links_guard, std::try_to_lock);
+      if (links_guard && !looking.owns_lock()) ready = true;  // another thread runs a collective
+      for (const auto& l : links_) ready = ready || (l && l->has_incoming());
+    }
     const auto now = Clock::now();
     if (ready || now >= until) {
       if (doorbell_) doorbell_->disarm();

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -70,7 +71,8 @@ class Context : public PeerLinks {
   std::string describe_placement() const;
 
   // See Communicator::wait_for_peers / interrupt_wait.
-  void wait_for_peers(std::chrono::microseconds timeout, const std::function<bool()>& has_local_work);
+  void wait_for_peers(std::chrono::microseconds timeout, const std::function<bool()>& has_local_work,
+                      std::mutex* links_guard);
   void interrupt_wait() noexcept;
 
  private:

@@ -127,9 +127,16 @@ def _check_process_set(process_set):
 
 def _out_cpu(src_cpu, dtype, output, tensor):
     """(numpy array the engine writes, CPU tensor behind it): in place on `tensor`'s own memory
-    when `output is tensor` and the CPU view is that memory; else a new tensor."""
-    if output is tensor and _shares_memory(src_cpu, tensor):
-        return None, src_cpu
+    when `output is tensor` and the CPU view is that memory; straight into `output` when it is a
+    CPU tensor laid out as the input (no second buffer, no copy at synchronize); else a new
+    tensor."""
+    if output is tensor:
+        if _shares_memory(src_cpu, tensor):
+            return None, src_cpu
+    elif (output.device.type == "cpu" and output.dtype == src_cpu.dtype
+          and output.shape == src_cpu.shape and output.is_contiguous()):
+        out = output.detach()
+        return _numpy_of(out, dtype), out
     dst_cpu = _torch.empty_like(src_cpu)
     return _numpy_of(dst_cpu, dtype), dst_cpu
 

@@ -36,6 +36,10 @@ struct EngineOptions {
   // GPU tensor (RISEML_GPU_DEVICE; -1: the local rank modulo the node's devices). The timeout is
   // the communicator's.
   cuda::GpuOptions gpu;
+  // A thread that waits on a handle runs the engine's cycles itself while the engine thread is
+  // not in one (no wake-up of another thread on the way in or out; host tensors only).
+  // RISEML_WAITERS_RUN_CYCLES (1 or 0).
+  bool waiters_run_cycles = true;
   // Chrome trace (chrome://tracing, Perfetto) written by rank 0. RISEML_TIMELINE / HOROVOD_TIMELINE.
   std::string timeline_path;
   // Where warnings (stall reports) go; default: one line on stderr.
