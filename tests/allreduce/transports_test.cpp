@@ -63,6 +63,36 @@ TEST(SharedMemory, TwoThreeAndFourRanks) {
   for (int n : {2, 3, 4}) check_transport(TransportChoice::shm, n, "shm");
 }
 
+// Two ranks in place over shared memory: the direct step copies the whole input into the peer's
+// slots before it writes the sum over it, when the slots hold it; beyond, through scratch. Small
+// slots (2 of 16 KiB) make both happen, and a ring call before each leaves slots unread.
+TEST(SharedMemory, TwoRanksInPlaceDirectWithAndWithoutRoomInTheSlots) {
+  CommunicatorOptions o = options_for(TransportChoice::shm);
+  o.shm_slots = 2;
+  o.shm_slot_kib = 16;
+  std::mutex mutex;
+  std::vector<std::string> fails;
+  auto outcomes = test::run_ranks(2, o, [&](Communicator& comm) {
+    for (int round = 0; round < 20; ++round)
+      for (std::size_t count : {std::size_t{1}, std::size_t{13}, std::size_t{4099}, std::size_t{8192},
+                                std::size_t{8193}, std::size_t{30011}})
+        for (DataType t : {DataType::float32, DataType::float64}) {
+          auto warm = test::make_input(ReduceOp::sum, t, comm.rank(), 5000 + count);
+          comm.allreduce(warm.data(), warm.data(), 5000 + count, t, ReduceOp::sum, Algorithm::ring);
+          auto in = test::make_input(ReduceOp::sum, t, comm.rank(), count);
+          const auto want = test::expected_result(ReduceOp::sum, t, 2, count);
+          comm.allreduce(in.data(), in.data(), count, t, ReduceOp::sum, Algorithm::direct);
+          if (std::memcmp(in.data(), want.data(), count * element_size(t)) != 0) {
+            std::lock_guard lock(mutex);
+            fails.push_back(std::string(to_string(t)) + " " + std::to_string(count));
+          }
+        }
+  });
+  for (std::size_t r = 0; r < outcomes.size(); ++r)
+    EXPECT_TRUE(outcomes[r].ok) << "rank " << r << ": " << outcomes[r].error;
+  for (std::size_t i = 0; i < std::min<std::size_t>(fails.size(), 10); ++i) ADD_FAILURE() << fails[i];
+}
+
 TEST(SharedMemory, LargeMessagesTakeTheStreamingPath) {
   // The last ring step of blocks of 4 MiB and more is copied with non-temporal stores.
   for (int n : {2, 3}) {

@@ -24,17 +24,33 @@ void OpQueue::push(std::function<void()> job) {
 }
 
 void OpQueue::run() {
+  std::unique_lock lock(mutex_);
   for (;;) {
-    std::function<void()> job;
-    {
-      std::unique_lock lock(mutex_);
-      wake_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
-      if (jobs_.empty()) return;
-      job = std::move(jobs_.front());
-      jobs_.pop_front();
-    }
+    wake_.wait(lock, [this] { return (stopping_ && !running_) || (!jobs_.empty() && !running_); });
+    if (jobs_.empty()) return;
+    std::function<void()> job = std::move(jobs_.front());
+    jobs_.pop_front();
+    running_ = true;
+    lock.unlock();
     job();
+    lock.lock();
+    running_ = false;
   }
+}
+
+void OpQueue::run_until(const std::function<bool()>& done) {
+  std::unique_lock lock(mutex_);
+  while (!done() && !running_ && !jobs_.empty()) {
+    std::function<void()> job = std::move(jobs_.front());
+    jobs_.pop_front();
+    running_ = true;
+    lock.unlock();
+    job();
+    lock.lock();
+    running_ = false;
+  }
+  // What is left (another caller's jobs) goes back to the worker.
+  if (!jobs_.empty() || stopping_) wake_.notify_one();
 }
 
 }  // namespace riseml::torch_distributed

@@ -106,8 +106,8 @@ ProcessGroupRiseml::ProcessGroupRiseml(const c10::intrusive_ptr<c10d::Store>& st
                              e.what());
   }
   scratch_ = std::make_unique<ScratchBuffers>();
-  queue_ = std::make_unique<OpQueue>();
-  p2p_queue_ = std::make_unique<OpQueue>();
+  queue_ = std::make_shared<OpQueue>();
+  p2p_queue_ = std::make_shared<OpQueue>();
   init();
 }
 
@@ -119,11 +119,12 @@ ProcessGroupRiseml::~ProcessGroupRiseml() {
   queue_.reset();
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::enqueue(OpQueue& queue, c10d::OpType type,
+c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::enqueue(const std::shared_ptr<OpQueue>& queue,
+                                                           c10d::OpType type,
                                                            std::vector<at::Tensor> outputs,
                                                            std::function<void()> run) {
-  auto work = c10::make_intrusive<RisemlWork>(rank_, type, std::move(outputs));
-  queue.push([work, type, run = std::move(run)] {
+  auto work = c10::make_intrusive<RisemlWork>(rank_, type, std::move(outputs), queue);
+  queue->push([work, type, run = std::move(run)] {
     try {
       run();
       work->succeed();
@@ -149,7 +150,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::broadcast(std::vector<at::Ten
   check_root(static_cast<int>(opts.rootRank), size_, "broadcast");
   const CoreView v = core_view(tensors[0], "broadcast");
   const int root = static_cast<int>(opts.rootRank);
-  return enqueue(*queue_, c10d::OpType::BROADCAST, tensors, [this, v, root] {
+  return enqueue(queue_, c10d::OpType::BROADCAST, tensors, [this, v, root] {
     communicator_->broadcast(v.data, v.count, v.type, root);
   });
 }
@@ -161,7 +162,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::allreduce(std::vector<at::Ten
   if (t.defined() && t.layout() == at::kSparse) return sparse_allreduce(t, opts);
   const CoreView v = core_view(t, "allreduce");
   const Reduction r = reduction_for(opts.reduceOp, t, "allreduce");
-  return enqueue(*queue_, c10d::OpType::ALLREDUCE, tensors, [this, t, v, r]() mutable {
+  return enqueue(queue_, c10d::OpType::ALLREDUCE, tensors, [this, t, v, r]() mutable {
     if (r.bitwise == Bitwise::none) {
       communicator_->allreduce(v.data, v.data, v.count, v.type, r.op);
       return;
@@ -179,7 +180,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::sparse_allreduce(
   if (!tensor.device().is_cpu()) refuse("allreduce", "sparse tensors must be CPU tensors");
   core_view(at::empty({0}, tensor.options().layout(at::kStrided)), "allreduce");  // the dtype
   at::Tensor t = tensor;
-  return enqueue(*queue_, c10d::OpType::ALLREDUCE, {tensor}, [this, t]() mutable {
+  return enqueue(queue_, c10d::OpType::ALLREDUCE, {tensor}, [this, t]() mutable {
     // Every rank's (index, value) pairs to every rank, then one coalesce: duplicates add up in
     // the same order everywhere, so every rank ends with the same bits.
     const at::Tensor mine = t.coalesce();
@@ -221,7 +222,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::allreduce_coalesced(
   check_list(tensors, "allreduce_coalesced");
   const Reduction r = reduction_for(opts.reduceOp, tensors.front(), "allreduce_coalesced");
   std::vector<at::Tensor> outputs = tensors;
-  return enqueue(*queue_, c10d::OpType::ALLREDUCE_COALESCED, tensors,
+  return enqueue(queue_, c10d::OpType::ALLREDUCE_COALESCED, tensors,
                  [this, r, outputs]() mutable {
                    at::Tensor flat = flat_view(outputs, *scratch_, 0);
                    const CoreView v = core_view(flat, "allreduce_coalesced");
@@ -244,7 +245,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::reduce(std::vector<at::Tensor
   at::Tensor t = tensors[0];
   const CoreView v = core_view(t, "reduce");
   const Reduction r = reduction_for(opts.reduceOp, t, "reduce");
-  return enqueue(*queue_, c10d::OpType::REDUCE, tensors, [this, t, v, r, root]() mutable {
+  return enqueue(queue_, c10d::OpType::REDUCE, tensors, [this, t, v, r, root]() mutable {
     if (r.bitwise != Bitwise::none) {
       at::Tensor all = at::empty({size_, t.numel()}, t.options());
       communicator_->allgather(v.data, all.data_ptr(), v.count, v.type);
@@ -274,7 +275,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::allgather(
   const CoreView v = core_view(in, "allgather");
   check_same_shape(outputs[0], in, "allgather", "output");
   std::vector<at::Tensor> outs = outputs[0];
-  return enqueue(*queue_, c10d::OpType::ALLGATHER, outs, [this, in, v, outs]() mutable {
+  return enqueue(queue_, c10d::OpType::ALLGATHER, outs, [this, in, v, outs]() mutable {
     if (void* base = back_to_back(outs)) {  // e.g. chunks of one tensor: straight in
       communicator_->allgather(v.data, base, v.count, v.type);
       return;
@@ -293,7 +294,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::_allgather_base(
     refuse("_allgather_base", "the output must hold world size (" + std::to_string(size_) +
                                   ") times the input's elements, of the input's dtype");
   at::Tensor keep_in = input;
-  return enqueue(*queue_, c10d::OpType::_ALLGATHER_BASE, {output}, [this, in, out, keep_in] {
+  return enqueue(queue_, c10d::OpType::_ALLGATHER_BASE, {output}, [this, in, out, keep_in] {
     communicator_->allgather(in.data, out.data, in.count, in.type);
   });
 }
@@ -316,7 +317,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::allgather_coalesced(
   std::vector<std::vector<at::Tensor>> outs = output_lists;
   std::vector<at::Tensor> all_outputs;
   for (const auto& list : outs) all_outputs.insert(all_outputs.end(), list.begin(), list.end());
-  return enqueue(*queue_, c10d::OpType::ALLGATHER_COALESCED, all_outputs,
+  return enqueue(queue_, c10d::OpType::ALLGATHER_COALESCED, all_outputs,
                  [this, ins, outs]() mutable {
                    at::Tensor flat = flat_view(ins, *scratch_, 0);
                    const CoreView v = core_view(flat, "allgather_coalesced");
@@ -346,7 +347,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::gather(
   } else if (!outputs.empty() && !outputs[0].empty()) {
     refuse("gather", "only the root (rank " + std::to_string(root) + ") takes output tensors");
   }
-  return enqueue(*queue_, c10d::OpType::GATHER, outs, [this, in, v, outs, root]() mutable {
+  return enqueue(queue_, c10d::OpType::GATHER, outs, [this, in, v, outs, root]() mutable {
     std::vector<std::size_t> send(static_cast<std::size_t>(size_), 0);
     std::vector<std::size_t> recv(static_cast<std::size_t>(size_), 0);
     send[static_cast<std::size_t>(root)] = v.count;
@@ -384,7 +385,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::scatter(
   } else if (!inputs.empty() && !inputs[0].empty()) {
     refuse("scatter", "only the root (rank " + std::to_string(root) + ") takes input tensors");
   }
-  return enqueue(*queue_, c10d::OpType::SCATTER, outputs, [this, flat, v, root] {
+  return enqueue(queue_, c10d::OpType::SCATTER, outputs, [this, flat, v, root] {
     std::vector<std::size_t> send(static_cast<std::size_t>(size_), 0);
     std::vector<std::size_t> recv(static_cast<std::size_t>(size_), 0);
     recv[static_cast<std::size_t>(root)] = v.count;
@@ -414,7 +415,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::reduce_scatter(
   check_list(inputs[0], "reduce_scatter");
   std::vector<at::Tensor> ins = inputs[0];
   const std::vector<std::size_t> counts = counts_of(inputs[0]);
-  return enqueue(*queue_, c10d::OpType::REDUCE_SCATTER, outputs,
+  return enqueue(queue_, c10d::OpType::REDUCE_SCATTER, outputs,
                  [this, ins, v, r, counts, out]() mutable {
                    at::Tensor flat = flat_view(ins, *scratch_, 0);
                    if (r.bitwise == Bitwise::none) {
@@ -483,7 +484,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::alltoall_base(
   const auto send = counts(input, in, input_split_sizes, "input");
   const auto recv = counts(output, out, output_split_sizes, "output");
   at::Tensor keep_in = input;
-  return enqueue(*queue_, c10d::OpType::ALLTOALL_BASE, {output},
+  return enqueue(queue_, c10d::OpType::ALLTOALL_BASE, {output},
                  [this, in, out, send, recv, keep_in] {
                    communicator_->alltoallv(in.count ? in.data : nothing(), send,
                                             out.count ? out.data : nothing(), recv, in.type);
@@ -508,7 +509,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::alltoall(std::vector<at::Tens
   std::vector<at::Tensor> ins = inputs;
   std::vector<at::Tensor> outs = outputs;
   const std::size_t recv_total = std::accumulate(recv.begin(), recv.end(), std::size_t{0});
-  return enqueue(*queue_, c10d::OpType::ALLTOALL, outputs,
+  return enqueue(queue_, c10d::OpType::ALLTOALL, outputs,
                  [this, ins, send, recv, outs, recv_total]() mutable {
                    at::Tensor flat_in = flat_view(ins, *scratch_, 0);
                    int64_t out_elements = 0;
@@ -523,7 +524,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::alltoall(std::vector<at::Tens
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::barrier(const c10d::BarrierOptions&) {
-  return enqueue(*queue_, c10d::OpType::BARRIER, {}, [this] { communicator_->barrier(); });
+  return enqueue(queue_, c10d::OpType::BARRIER, {}, [this] { communicator_->barrier(); });
 }
 
 void ProcessGroupRiseml::monitoredBarrier(const c10d::BarrierOptions& opts, bool wait_all_ranks) {
@@ -561,7 +562,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::send(std::vector<at::Tensor>&
   const std::string k = p2p_key(rank_, dst_rank, tag, /*take=*/true);
   // Written now: the caller may reuse its tensor once send() returns, and a send never waits
   // behind this rank's pending receives.
-  auto work = c10::make_intrusive<RisemlWork>(rank_, c10d::OpType::SEND, tensors);
+  auto work = c10::make_intrusive<RisemlWork>(rank_, c10d::OpType::SEND, tensors, std::weak_ptr<OpQueue>());
   try {
     store_->set(k, payload);
     work->succeed();
@@ -591,7 +592,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::receive(std::vector<at::Tenso
   const std::size_t bytes = v.count * element_size(v.type);
   auto work = c10::make_intrusive<RisemlWork>(rank_, src_rank < 0 ? c10d::OpType::RECVANYSOURCE
                                                                   : c10d::OpType::RECV,
-                                              tensors);
+                                              tensors, p2p_queue_);
   // The message numbers are taken here, on the receiving thread in call order, so that
   // receives from one rank and from any rank consume one sequence.
   p2p_queue_->push([this, work, v, bytes, src_rank, tag] {

@@ -7,11 +7,21 @@
 
 namespace riseml::torch_distributed {
 
-RisemlWork::RisemlWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs)
+RisemlWork::RisemlWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs,
+                       std::weak_ptr<OpQueue> queue)
     : c10d::Work(rank, type),
       outputs_(std::move(outputs)),
+      queue_(std::move(queue)),
       future_(c10::make_intrusive<c10::ivalue::Future>(
           c10::ListType::create(c10::TensorType::get()))) {}
+
+bool RisemlWork::wait(std::chrono::milliseconds timeout) {
+  // With a timeout the wait must be able to give up: the job is left to the worker.
+  if (timeout == ::kNoTimeout)
+    if (std::shared_ptr<OpQueue> queue = queue_.lock())
+      queue->run_until([this] { return isCompleted(); });
+  return c10d::Work::wait(timeout);
+}
 
 void RisemlWork::succeed() {
   // The future first: a thread woken by wait() may read the future at once.

@@ -5,15 +5,22 @@
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <exception>
+#include <memory>
 #include <vector>
+
+#include "op_queue.hpp"
 
 namespace riseml::torch_distributed {
 
 class RisemlWork : public c10d::Work {
  public:
-  RisemlWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs);
+  // `queue`: where its job waits; wait() without a timeout runs the queue itself when it can.
+  RisemlWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs,
+             std::weak_ptr<OpQueue> queue);
 
+  bool wait(std::chrono::milliseconds timeout = ::kNoTimeout) override;
   std::vector<at::Tensor> result() override { return outputs_; }
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
 
@@ -25,6 +32,7 @@ class RisemlWork : public c10d::Work {
 
  private:
   std::vector<at::Tensor> outputs_;
+  std::weak_ptr<OpQueue> queue_;
   std::atomic<int> source_{-1};
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };

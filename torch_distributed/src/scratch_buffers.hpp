@@ -1,4 +1,4 @@
-// Buffers a process group's worker thread reuses from call to call: a fresh 32 MB tensor per
+// Buffers a process group's jobs reuse from call to call: a fresh 32 MB tensor per
 // allgather costs more in page faults than the allgather itself. Also tells when a list of
 // tensors already lies back to back in memory, so no buffer and no copy is needed.
 #pragma once
@@ -14,7 +14,7 @@ namespace riseml::torch_distributed {
 class ScratchBuffers {
  public:
   // A flat tensor of `numel` elements of options' dtype in buffer `slot` (0 or 1), valid until
-  // the next take() of that slot. Only the worker thread calls it.
+  // the next take() of that slot. Only a running job calls it (jobs run one at a time).
   at::Tensor take(int slot, int64_t numel, const at::TensorOptions& options);
 
  private:

@@ -19,15 +19,26 @@ void direct_allreduce(Context& c, const CallTag& tag, Group g, const ReduceArgs&
     return;
   }
   if (n == 2) {
-    // Reduce straight out of the peer's message, member 0's input first. In place, into
-    // scratch: this rank's input may still be on its way out while the peer's arrives.
+    // Reduce straight out of the peer's message, member 0's input first.
     const int peer = g.at(g.index + 1);
-    std::byte* dst = a.out == a.in ? c.scratch(bytes, 1) : a.out;
     const bool first = g.index == 0;
+    std::byte* dst = a.out;
     auto reduce = [&](const std::byte* data, std::size_t off, std::size_t len) {
       const std::size_t n_elem = len / element_size(a.type);
       kernels::reduce(a.type, a.op, dst + off, first ? a.in + off : data, first ? data : a.in + off, n_elem);
     };
+    if (a.out == a.in && bytes <= c.link(peer).send_capacity()) {
+      // In place over shared memory: the whole input is copied into the peer's slots first,
+      // then the sum is written over it; no scratch, no copy back. The send cannot wait on
+      // this call's receive: the peer reads what was sent before in calls it finishes without
+      // this rank, and then the slots hold the whole message.
+      exchange(c, tag, {peer, a.in, bytes}, {});
+      exchange(c, tag, {}, {peer, bytes, nullptr, reduce});
+      return;
+    }
+    // In place elsewhere, into scratch: this rank's input may still be on its way out (a socket
+    // takes it bit by bit) while the peer's arrives.
+    if (a.out == a.in) dst = c.scratch(bytes, 1);
     exchange(c, tag, {peer, a.in, bytes}, {peer, bytes, nullptr, reduce});
     if (dst != a.out) std::memcpy(a.out, dst, bytes);
     return;

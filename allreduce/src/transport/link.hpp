@@ -56,6 +56,10 @@ class Link {
   static constexpr int kNothingToWaitFor = -2;
   virtual int wait_fd(bool sending, short* events) const = 0;
 
+  // How many bytes a send hands over completely while the peer reads nothing (once the peer has
+  // read what was sent before): shared memory's slots. 0: nothing is promised (sockets).
+  virtual std::size_t send_capacity() const { return 0; }
+
   // The doorbell this rank may sleep on until the peer moves on this link (shared memory), or
   // null (see doorbell.hpp).
   virtual struct Doorbell* doorbell() const { return nullptr; }

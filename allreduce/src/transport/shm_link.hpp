@@ -30,6 +30,7 @@ class ShmLink : public Link {
   bool progress_recv(bool& moved) override;
   std::size_t received_bytes() const override;
   int wait_fd(bool, short*) const override { return -1; }
+  std::size_t send_capacity() const override { return slots_ * slot_bytes_; }
   Doorbell* doorbell() const override { return &mine_->header().doorbell; }
   bool has_incoming() override;
   void check_peer() override;

@@ -242,6 +242,18 @@ def test_async_and_p2p():
     for i, t in enumerate(tensors):
         check(torch.equal(t, torch.full((100,), float(total + n * i))), "async all_reduce %d" % i)
     check(torch.equal(fut.wait(), torch.full((100,), 2.0 * (total + n * 4))), "future value")
+    # A waiter runs the group's queue itself while the worker thread is idle: waiting on a later
+    # work runs the earlier ones first, in order; a work nobody waits on is the worker's.
+    more = [torch.full((50,), float(10 * me + i)) for i in range(4)]
+    later = [dist.all_reduce(t, async_op=True) for t in more]
+    later[2].wait()
+    check(later[0].is_completed() and later[1].is_completed(), "a later wait ran the earlier works")
+    deadline = time.time() + 20
+    while not later[3].is_completed() and time.time() < deadline:
+        time.sleep(0.001)
+    check(later[3].is_completed(), "a work nobody waits on finished")
+    for i, t in enumerate(more):
+        check(torch.equal(t, torch.full((50,), float(10 * total + n * i))), "later all_reduce %d" % i)
     # A ring of sends and receives, each posted before the matching one: no deadlock.
     right, left = (me + 1) % n, (me - 1) % n
     got = torch.empty(7, dtype=torch.int32)

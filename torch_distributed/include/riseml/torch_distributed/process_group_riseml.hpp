@@ -1,7 +1,7 @@
 // The `riseml` backend of torch.distributed: a c10d ProcessGroup whose collectives run on the
 // riseml core (shared memory within a host, authenticated TCP across hosts). Every operation is
-// queued to one worker thread per group and returns a Work whose future completes with the
-// output tensors; a failure (a dead or silent peer, a mismatch) fails that Work on every rank
+// queued to one worker thread per group (a caller blocked in Work::wait runs the queue itself
+// while the worker is idle) and returns a Work whose future completes with the output tensors; a failure (a dead or silent peer, a mismatch) fails that Work on every rank
 // with the core's message, which names the rank at fault.
 #pragma once
 
@@ -95,7 +95,7 @@ class ProcessGroupRiseml : public c10d::ProcessGroup {
                                                int tag) override;
 
  private:
-  c10::intrusive_ptr<c10d::Work> enqueue(OpQueue& queue, c10d::OpType type,
+  c10::intrusive_ptr<c10d::Work> enqueue(const std::shared_ptr<OpQueue>& queue, c10d::OpType type,
                                          std::vector<at::Tensor> outputs,
                                          std::function<void()> run);
   // The store key of the next message from src to dst with `tag`; `take` uses up the number.
@@ -115,8 +115,8 @@ class ProcessGroupRiseml : public c10d::ProcessGroup {
   std::map<std::tuple<int, int, int>, std::uint64_t> p2p_sequence_;  // (src, dst, tag) -> next
   std::mutex p2p_mutex_;
   std::atomic<bool> destroying_{false};
-  std::unique_ptr<OpQueue> queue_;      // collectives, in call order
-  std::unique_ptr<OpQueue> p2p_queue_;  // receives, in call order
+  std::shared_ptr<OpQueue> queue_;      // collectives, in call order (Works hold it weakly)
+  std::shared_ptr<OpQueue> p2p_queue_;  // receives, in call order
 };
 
 }  // namespace riseml::torch_distributed
