@@ -31,7 +31,8 @@ CommunicatorOptions inproc() {
 }
 
 // Runs `body` on n ranks; rethrows (as a test failure) what a rank threw.
-void run_engines(int n, const std::function<EngineOptions(int)>& options_for, const Body& body) {
+void run_engines(int n, const std::function<EngineOptions(int)>& options_for, const Body& body,
+                 const CommunicatorOptions& communicator = inproc()) {
   auto hub = std::make_shared<InMemoryRendezvousHub>(n);
   std::vector<std::string> errors(static_cast<std::size_t>(n));
   std::vector<std::thread> threads;
@@ -39,7 +40,7 @@ void run_engines(int n, const std::function<EngineOptions(int)>& options_for, co
     threads.emplace_back([&, r] {
       try {
         InMemoryRendezvous rendezvous(hub, r);
-        Engine engine(rendezvous, inproc(), options_for(r));
+        Engine engine(rendezvous, communicator, options_for(r));
         body(engine, r);
       } catch (const std::exception& e) {
         errors[static_cast<std::size_t>(r)] = e.what();
@@ -564,7 +565,7 @@ TEST(Engine, ARankThatLeavesIsAFailureItCaused) {
 
 // A thread that waits on a handle runs the cycles itself when the engine thread is not in one
 // (cycle_runner.hpp); what it leaves behind (work nobody waits on) the engine thread finishes.
-void sync_and_async_traffic(bool waiters_run_cycles) {
+void sync_and_async_traffic(bool waiters_run_cycles, const CommunicatorOptions& communicator = inproc()) {
   constexpr int kSync = 300, kAsync = 60;
   auto options = [&](int) {
     EngineOptions o;
@@ -599,11 +600,19 @@ void sync_and_async_traffic(bool waiters_run_cycles) {
       EXPECT_EQ(data[i][2], double(3 * i)) << "async " << i;
     }
     e.barrier().wait();
-  });
+  }, communicator);
 }
 
 TEST(Engine, WaitersRunCyclesAndTheEngineThreadFinishesWhatNobodyWaitsOn) {
   sync_and_async_traffic(true);
+}
+
+// Over shared memory the parked engine thread looks at the links (the slots' counters) only
+// while no waiter runs a cycle on them.
+TEST(Engine, WaitersRunCyclesOverSharedMemory) {
+  CommunicatorOptions shm = inproc();
+  shm.transport = TransportChoice::shm;
+  sync_and_async_traffic(true, shm);
 }
 
 TEST(Engine, WithoutWaitersRunningCyclesTheEngineThreadRunsThemAll) {
