@@ -83,14 +83,14 @@ class PreemptionGuard:
             if not job:
                 ok, message = 0, "not in a Slurm job (no SLURM_JOB_ID): nothing to requeue"
             else:
+                # Said first: Slurm may end this process before scontrol has even returned.
+                print("riseml: requeuing job %s after %s; it resumes from the checkpoint"
+                      % (job, self._received or "the stop request"), flush=True)
                 r = subprocess.run(["scontrol", "requeue", job], capture_output=True, text=True)
                 if r.returncode != 0:
                     ok = 0
                     message = ("scontrol requeue %s failed: %s; submit with slurm: {requeue: "
                                "true}" % (job, (r.stderr or r.stdout).strip()))
-                else:
-                    print("riseml: requeued job %s after %s; it resumes from the checkpoint"
-                          % (job, self._received or "the stop request"), flush=True)
         agreed = riseml.allreduce(np.array([ok], dtype=np.int32), op=riseml.Min)
         if not agreed[0]:
             raise SystemExit("riseml.preemption: " + (message or "rank 0 could not requeue"))

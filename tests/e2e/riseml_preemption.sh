@@ -45,9 +45,13 @@ done
 grep -q '^0: epoch 2: ' "$log" || fail "no epoch 2 within 90 s in $log:"$'\n'"$(cat "$log" 2>&1)"
 scancel --signal=USR1 "$job" || fail "scancel --signal=USR1 $job failed"
 # Slurm holds a requeued batch job about two minutes before it may start again (its begin
-# time); the test is about the resume, not the wait: once requeued, let it start now.
+# time); the test is about the resume, not the wait: once requeued, let it start soon. Not in
+# the second of the requeue: each slurmd revoked the old run's credential then, and refuses a
+# credential made in the same second (seconds are its clock: "Job credential revoked", the job
+# FAILED), so the start comes 2 s after the job is seen pending again.
 for _ in $(seq 1 60); do
   if [ "$(job_state "$job")" = PENDING ] && scontrol show job "$job" | grep -q 'Restarts=1'; then
+    sleep 2
     scontrol update JobId="$job" StartTime=now || fail "scontrol update JobId=$job StartTime=now failed"
     break
   fi
@@ -63,7 +67,7 @@ restarts=$(scontrol show job "$job" | sed -n 's/.*Restarts=\([0-9]*\).*/\1/p')
 [ "$restarts" = 1 ] || fail "want 1 requeue of job $job, scontrol shows Restarts=$restarts"
 grep -q '^0: stopping after epoch [0-9] step [0-9]* (SIGUSR1): checkpoint written$' "$log" ||
   fail "rank 0 did not stop on SIGUSR1:"$'\n'"$(cat "$log")"
-grep -q '^0: riseml: requeued job '"$job"' after SIGUSR1' "$log" || fail "no requeue in $log:"$'\n'"$(cat "$log")"
+grep -q '^0: riseml: requeuing job '"$job"' after SIGUSR1' "$log" || fail "no requeue in $log:"$'\n'"$(cat "$log")"
 grep -Eq '^0: resuming from .*checkpoint-[0-9]-step[0-9]+\.pt \(epoch [0-9], step [0-9]+\) after requeue 1$' "$log" ||
   fail "the requeued job did not resume mid-epoch:"$'\n'"$(cat "$log")"
 for e in 1 2 3 4 5 6; do

@@ -26,29 +26,25 @@ void OpQueue::push(std::function<void()> job) {
 void OpQueue::run() {
   std::unique_lock lock(mutex_);
   for (;;) {
-    wake_.wait(lock, [this] { return (stopping_ && !running_) || (!jobs_.empty() && !running_); });
+    wake_.wait(lock, [this] { return !running_ && (stopping_ || !jobs_.empty()); });
     if (jobs_.empty()) return;
-    std::function<void()> job = std::move(jobs_.front());
-    jobs_.pop_front();
-    running_ = true;
-    lock.unlock();
-    job();
-    lock.lock();
-    running_ = false;
+    run_front(lock);
   }
+}
+
+void OpQueue::run_front(std::unique_lock<std::mutex>& lock) {
+  std::function<void()> job = std::move(jobs_.front());
+  jobs_.pop_front();
+  running_ = true;
+  lock.unlock();
+  job();
+  lock.lock();
+  running_ = false;
 }
 
 void OpQueue::run_until(const std::function<bool()>& done) {
   std::unique_lock lock(mutex_);
-  while (!done() && !running_ && !jobs_.empty()) {
-    std::function<void()> job = std::move(jobs_.front());
-    jobs_.pop_front();
-    running_ = true;
-    lock.unlock();
-    job();
-    lock.lock();
-    running_ = false;
-  }
+  while (!done() && !running_ && !jobs_.empty()) run_front(lock);
   // What is left (another caller's jobs) goes back to the worker.
   if (!jobs_.empty() || stopping_) wake_.notify_one();
 }

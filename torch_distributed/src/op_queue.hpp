@@ -30,6 +30,8 @@ class OpQueue {
 
  private:
   void run();
+  // With `lock` held: runs the first job with the lock released, marked running meanwhile.
+  void run_front(std::unique_lock<std::mutex>& lock);
 
   std::mutex mutex_;
   std::condition_variable wake_;
