@@ -308,9 +308,11 @@ def run_ops():
             check(torch.equal(t, torch.full((3,), float(len(range(1, n, 2))))), "odd subgroup")
     test_ddp()
     dist.barrier()
-    # A receive nobody answers does not hold up destroying the group, and then fails. (Rank 0,
-    # whose store the others may use, stays a moment, so their receive sees the group go first.)
+    # A receive nobody answers does not hold up destroying the group, and then fails. (Rank 0
+    # hosts the store the others' receives poll, and its server goes with rank 0's group: rank 0
+    # keeps the store, and stays a moment, so their receive sees their own group go first.)
     me = dist.get_rank()
+    store = dist.distributed_c10d._get_default_store()  # noqa: F841 (kept alive on purpose)
     pending = dist.irecv(torch.empty(1), (me + 1) % n, tag=99)
     start = time.monotonic()
     dist.destroy_process_group()
