@@ -18,6 +18,11 @@ namespace {
 // A parked engine still cycles this often (a peer that died while all were idle is found).
 constexpr std::chrono::milliseconds kIdleWait{1000};
 
+// What fails every handle when the engine itself throws something that is no CollectiveError.
+CollectiveError engine_error(const std::exception& e) {
+  return CollectiveError(ErrorKind::system, std::string("riseml: engine: ") + e.what());
+}
+
 EngineOptions with_default_warn(EngineOptions options) {
   if (!options.warn)
     options.warn = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
@@ -114,14 +119,11 @@ void EngineLoop::run() {
         wait_between_cycles(next, awaited, &runner_->mutex);
       }
     } catch (const std::exception& e) {
-      failed = CollectiveError(ErrorKind::system, std::string("riseml: engine: ") + e.what());
+      failed = engine_error(e);
     }
     lock.lock();
     resume_ = false;
-    if (failed && !ended_) {
-      ended_ = true;
-      stop_all(*failed);
-    }
+    if (failed && !ended_) end_with(*failed);
     if (ended_) break;
     if (cycles_ != seen) continue;  // a helper ran cycles meanwhile: plan again from its state
     run_one_cycle();
@@ -140,11 +142,9 @@ bool EngineLoop::run_one_cycle() {
     if (!cycle()) ended_ = true;
     idle_ = globally_idle();
   } catch (const CollectiveError& e) {
-    ended_ = true;
-    stop_all(e);
+    end_with(e);
   } catch (const std::exception& e) {
-    ended_ = true;
-    stop_all(CollectiveError(ErrorKind::system, std::string("riseml: engine: ") + e.what()));
+    end_with(engine_error(e));
   }
   if (ended_) {  // the engine thread, if a helper ran this cycle, is to end too
     resume_ = true;
@@ -201,6 +201,11 @@ void EngineLoop::wait_between_cycles(Clock::time_point next, bool awaited, std::
                           },
                           links_guard);
   if (awaited) queue_.unpark();
+}
+
+void EngineLoop::end_with(const CollectiveError& error) {
+  ended_ = true;
+  stop_all(error);
 }
 
 void EngineLoop::stop_all(const CollectiveError& error, bool by_failure) {

@@ -58,6 +58,8 @@ class EngineLoop {
   void wait_between_cycles(Clock::time_point next, bool awaited, std::mutex* links_guard);
   // The same on every rank: nothing pending anywhere, nobody joined, no stall verdict to send.
   bool globally_idle() const;
+  // With the runner's mutex held: the engine has ended with `error` (every handle fails).
+  void end_with(const CollectiveError& error);
   // `by_failure`: a collective failed (not a shutdown); Engine::failed() tells it.
   void stop_all(const CollectiveError& error, bool by_failure = true);
 
