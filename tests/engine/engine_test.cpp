@@ -416,10 +416,13 @@ TEST(Engine, JoinLetsOthersGoOnWithZeros) {
       std::vector<float> x(3, 1.0f);
       std::vector<float> big(100, 1.0f);
       auto h1 = e.allreduce("x", x.data(), x.data(), {3}, DataType::float32, ReduceOp::sum);
-      auto h2 = e.allreduce("big", big.data(), big.data(), {100}, DataType::float32, ReduceOp::sum);
-      // Horovod's rule: only allreduces go on while a rank has joined.
+      // Horovod's rule: only allreduces go on while a rank has joined. Submitted before "big",
+      // which the other rank needs before it can join: each rank's "rows" fails while rank 0
+      // is the only rank joined (a waiting thread runs the cycles at once, so a later "rows"
+      // could meet the other rank's join too).
       std::vector<float> rows(2, float(rank));
       auto h3 = e.allgather("rows", rows.data(), {2}, DataType::float32);
+      auto h2 = e.allreduce("big", big.data(), big.data(), {100}, DataType::float32, ReduceOp::sum);
       h1.wait();
       h2.wait();
       EXPECT_EQ(x[0], 2.0f);
