@@ -5,6 +5,11 @@
 // transfer); then the reader hands the turn back. A 2-rank allreduce of S bytes must bring
 // S/2 of the peer's inputs and S/2 of its results into each rank, the second half only after
 // the first has been reduced: at least two such transfers of S/2, one after the other.
+// The second table is that allreduce with no library around it: two threads, each with its own
+// S bytes of float32 in private memory, copy them into a shared buffer, wait for the other's, and
+// add the other's into their own (in place, our reduction kernel): the least a shared-memory
+// allreduce that copies its input in can cost here, with its two parts (the copy in, the reduce
+// out of the other CPU's cache) and the slower thread's time per call.
 //   riseml-cross-core [--cpus A,B] [--sizes 4K,16K,32K,64K,256K,1M] [--calls 2000]
 // Not installed: a measuring aid for docs/performance.md.
 #include <pthread.h>
@@ -19,6 +24,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <riseml/reduce_kernels.hpp>
 
 namespace {
 
@@ -106,6 +113,64 @@ Times measure(int writer_cpu, int reader_cpu, std::size_t bytes, int calls) {
   return percentiles(transfer);
 }
 
+struct AllreduceTimes {
+  Times call;                 // the slower thread's time per call
+  double copy_p50, add_p50;   // thread 0's two parts
+};
+
+// One size: `calls` 2-thread allreduces of `bytes` (whole float32s, sum, in place) through a shared
+// buffer per thread, two of them in turn so a thread never writes the one its peer still reads.
+AllreduceTimes measure_allreduce(int cpu0, int cpu1, std::size_t bytes, int calls) {
+  const std::size_t count = bytes / sizeof(float);
+  struct Side {
+    std::vector<float> input, shared;  // shared: two buffers of `count`
+    alignas(64) std::atomic<long> arrived{0};
+    alignas(64) std::atomic<long> published{0};
+    std::vector<double> call, copy, add;
+  };
+  Side side[2];
+  for (Side& s : side) {
+    s.input.assign(count, 1.0f);
+    s.shared.assign(2 * count, 0.0f);
+    s.call.reserve(static_cast<std::size_t>(calls));
+  }
+  auto spin_until = [](const std::atomic<long>& v, long want) {
+    for (unsigned spins = 0; v.load(std::memory_order_acquire) < want; ++spins)
+      if (spins > 10000) std::this_thread::yield();
+  };
+  auto run = [&](int me, int cpu) {
+    if (!pin(cpu)) usage("cannot run on the CPUs asked for");
+    Side& mine = side[me];
+    const Side& peer = side[1 - me];
+    for (long i = 1; i <= calls + 100; ++i) {
+      mine.arrived.store(i, std::memory_order_release);  // both start together
+      spin_until(peer.arrived, i);
+      const auto t0 = Clock::now();
+      float* out = mine.shared.data() + (i % 2) * count;
+      std::memcpy(out, mine.input.data(), count * sizeof(float));
+      const auto t1 = Clock::now();
+      mine.published.store(i, std::memory_order_release);
+      spin_until(peer.published, i);
+      const float* theirs = peer.shared.data() + (i % 2) * count;
+      riseml::kernels::reduce(riseml::DataType::float32, riseml::ReduceOp::sum,
+                              mine.input.data(), mine.input.data(), theirs, count);
+      const auto t2 = Clock::now();
+      if (i > 100) {
+        mine.call.push_back(std::chrono::duration<double, std::micro>(t2 - t0).count());
+        mine.copy.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+        mine.add.push_back(std::chrono::duration<double, std::micro>(t2 - t1).count());
+      }
+    }
+  };
+  std::thread other([&] { run(1, cpu1); });
+  run(0, cpu0);
+  other.join();
+  std::vector<double> slower(side[0].call.size());
+  for (std::size_t k = 0; k < slower.size(); ++k)
+    slower[k] = std::max(side[0].call[k], side[1].call[k]);
+  return {percentiles(slower), percentiles(side[0].copy).p50, percentiles(side[0].add).p50};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -148,6 +213,16 @@ int main(int argc, char** argv) {
     const Times half = bytes >= 2 ? measure(cpus[0], cpus[1], bytes / 2, calls) : t;
     std::printf("%12zu %9.2f %9.2f %9.2f %10.2f %16.2f\n", bytes, t.p10, t.p50, t.p90,
                 static_cast<double>(bytes) / t.p50 / 1e3, 2 * half.p50);
+  }
+  std::printf("#\n# a 2-rank allreduce of S bytes (float32 sum, in place) with no library: copy in, "
+              "reduce out of the other CPU's buffer; the slower thread per call\n");
+  std::printf("#%11s %9s %9s %9s %12s %12s\n", "size", "p10_us", "p50_us", "p90_us",
+              "copy_in_p50", "reduce_p50");
+  for (std::size_t bytes : sizes) {
+    if (bytes < sizeof(float)) continue;
+    const AllreduceTimes a = measure_allreduce(cpus[0], cpus[1], bytes, calls);
+    std::printf("%12zu %9.2f %9.2f %9.2f %12.2f %12.2f\n", bytes, a.call.p10, a.call.p50,
+                a.call.p90, a.copy_p50, a.add_p50);
   }
   return 0;
 }
