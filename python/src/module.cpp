@@ -244,6 +244,22 @@ PYBIND11_MODULE(_riseml, m) {
     return reduce_async<OpKind::allreduce>({in}, {out}, name, op, pre, post, dtype, ps);
   }, arg("input"), arg("output"), arg("name"), arg("op"), arg("prescale") = 1.0,
      arg("postscale") = 1.0, arg("dtype") = "", arg("process_set") = 0);
+  // A contiguous host tensor as raw pointers (torch's data_ptr(); riseml.torch checks the
+  // tensors): no numpy views to build per call, which cost a small call more than the engine.
+  // `keep`: what stays alive until synchronize().
+  m.def("host_allreduce_async", [](std::uintptr_t in, std::uintptr_t out, Shape shape,
+                                   std::string dtype, std::string name, int op, double pre,
+                                   double post, int ps, py::object keep) {
+    if (in == 0 || out == 0) throw py::value_error("riseml: host allreduce of a null pointer");
+    auto r = reduction(OpKind::allreduce, std::move(name), op, pre, post);
+    auto t = parse_data_type(dtype);
+    if (!t) throw py::type_error("riseml: unsupported data type '" + dtype + "'");
+    r.dtype = *t;
+    r.tensors.push_back(
+        {reinterpret_cast<const void*>(in), reinterpret_cast<void*>(out), std::move(shape)});
+    return submit(ps, std::move(r), std::move(keep));
+  }, arg("input"), arg("output"), arg("shape"), arg("dtype"), arg("name"), arg("op"),
+     arg("prescale"), arg("postscale"), arg("process_set"), arg("keep"));
   m.def("grouped_allreduce_async", &reduce_async<OpKind::allreduce>, arg("inputs"), arg("outputs"),
         arg("name"), arg("op"), arg("prescale") = 1.0, arg("postscale") = 1.0, arg("dtype") = "",
         arg("process_set") = 0);

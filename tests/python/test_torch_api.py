@@ -7,6 +7,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import check  # noqa: E402
 import riseml.torch as hvd  # noqa: E402
+import riseml.torch as T  # noqa: E402 (its internals, for a distinct output)
 
 
 def test_allreduce_variants():
@@ -36,6 +37,41 @@ def test_allreduce_variants():
     assert torch.equal(hvd.allreduce(nc, op=hvd.Sum), torch.full((4,), float(n)))
     p = torch.ones(2, requires_grad=True)
     assert torch.equal(hvd.allreduce(p, op=hvd.Sum), torch.full((2,), float(n)))
+
+
+def test_allreduce_of_host_tensors_by_pointer():
+    """Contiguous CPU tensors go to the engine as raw pointers: every dtype, a slice that starts
+    inside its storage (its neighbours untouched), a distinct output, and an input nobody else
+    holds while the operation runs."""
+    import gc
+    n, r = hvd.size(), hvd.rank()
+    for dtype in (torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int8,
+                  torch.int16, torch.int32, torch.int64, torch.uint8):
+        t = torch.full((5,), r + 1, dtype=dtype)
+        got = hvd.allreduce(t, op=hvd.Sum)
+        assert got.dtype == dtype and torch.equal(got, torch.full((5,), n * (n + 1) // 2,
+                                                                  dtype=dtype)), (dtype, got)
+        assert torch.equal(t, torch.full((5,), r + 1, dtype=dtype))
+    b = hvd.allreduce(torch.tensor([r == 0, False]), op=hvd.Sum)
+    assert b.dtype == torch.bool and b.tolist() == [True, False]
+    base = torch.arange(10, dtype=torch.float32)
+    view = base[3:7]
+    hvd.allreduce_(view, op=hvd.Sum)
+    assert base[:3].tolist() == [0.0, 1.0, 2.0] and base[7:].tolist() == [7.0, 8.0, 9.0]
+    assert view.tolist() == [3.0 * n, 4.0 * n, 5.0 * n, 6.0 * n]
+    out = torch.zeros(2, 3)
+    src = torch.full((2, 3), float(r))
+    assert hvd.synchronize(T._allreduce_into(src, out, "pointer.out", hvd.Sum, 1.0, 1.0,
+                                             hvd.global_process_set)) is out
+    assert torch.equal(out, torch.full((2, 3), float(n * (n - 1) // 2)))
+    assert torch.equal(src, torch.full((2, 3), float(r)))
+    h = hvd.allreduce_async(torch.full((1 << 16,), 2.0), name="pointer.alone", op=hvd.Sum)
+    gc.collect()
+    garbage = [torch.full((1 << 16,), -1.0) for _ in range(8)]  # would reuse freed memory
+    assert torch.equal(hvd.synchronize(h), torch.full((1 << 16,), 2.0 * n))
+    del garbage
+    empty = hvd.allreduce(torch.ones(0, 3), op=hvd.Sum)
+    assert empty.shape == (0, 3)
 
 
 def test_autograd():

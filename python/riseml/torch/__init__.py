@@ -5,10 +5,10 @@
     optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters())
     hvd.broadcast_parameters(model.state_dict(), root_rank=0)
 
-CPU tensors are reduced in place in their own memory (a numpy view, no copy). CUDA tensors are
-reduced where they lie, with NCCL, ordered after the work already on torch's current stream, when
-this build has GPU support (riseml.torch.gpu_status()); otherwise they go through a CPU copy,
-with a warning once.
+CPU tensors are reduced in place in their own memory (by pointer or a numpy view, no copy). CUDA
+tensors are reduced where they lie, with NCCL, ordered after the work already on torch's current
+stream, when this build has GPU support (riseml.torch.gpu_status()); otherwise they go through a
+CPU copy, with a warning once.
 """
 import warnings as _warnings
 
@@ -143,8 +143,27 @@ def _out_cpu(src_cpu, dtype, output, tensor):
 
 # ----------------------------------------------------------------------------------- allreduce
 
+def _host_pointers_fit(tensor, output):
+    """True when both are contiguous, non-empty CPU tensors of one supported dtype and shape, so
+    the engine may take their memory as raw pointers (the common case, and the fastest)."""
+    if tensor.device.type != "cpu" or not tensor.is_contiguous() or not tensor.numel():
+        return False
+    if tensor.dtype not in _DTYPE_NAMES:
+        return False
+    if output is tensor:
+        return True
+    return (output.device.type == "cpu" and output.dtype == tensor.dtype
+            and output.shape == tensor.shape and output.is_contiguous())
+
+
 def _allreduce_into(tensor, output, name, op, prescale_factor, postscale_factor, process_set):
     set_id = _check_process_set(process_set)
+    if _host_pointers_fit(tensor, output):
+        h = _riseml.host_allreduce_async(tensor.data_ptr(), output.data_ptr(), tensor.shape,
+                                         _DTYPE_NAMES[tensor.dtype], name, op, prescale_factor,
+                                         postscale_factor, set_id, (tensor, output))
+        _handles[h] = (output, output)
+        return h
     if _on_gpu(tensor):
         return _grouped_on_gpu([tensor], [output], name, op, prescale_factor, postscale_factor,
                                set_id, single=True)
@@ -669,7 +688,7 @@ def reducescatter(tensor, name=None, compression=Compression.none, op=None,
 # --------------------------------------------------------------------------------- synchronize
 
 def _deliver(output, cpu):
-    if not _shares_memory(output, cpu):
+    if cpu is not output and not _shares_memory(output, cpu):
         with _torch.no_grad():
             output.copy_(cpu)
     return output
