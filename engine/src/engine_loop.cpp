@@ -102,7 +102,7 @@ void EngineLoop::run() {
   while (!ended_) {
     // The plan, read under the mutex; the wait, without it (a helper may run cycles meanwhile).
     const bool idle = idle_;
-    const auto next = planned_ + options_.cycle_time;
+    const auto next = next_cycle_due();
     const bool awaited = !idle && negotiator_.awaits(rank_);
     const std::uint64_t seen = cycles_;
     lock.unlock();
@@ -136,7 +136,7 @@ void EngineLoop::run() {
 bool EngineLoop::run_one_cycle() {
   const auto now = Clock::now();
   // After an idle stretch the cycle starts now; else at its planned time, or now if late.
-  planned_ = idle_ ? now : std::max(planned_ + options_.cycle_time, now);
+  planned_ = idle_ ? now : std::max(next_cycle_due(), now);
   ++cycles_;
   try {
     if (!cycle()) ended_ = true;
@@ -159,7 +159,7 @@ void EngineLoop::run_cycles_until_done(HandleState& handle) {
   if (queue_.gpu_device() >= 0) return;
   while (!ended_ && !handle.is_done()) {
     if (!idle_) {
-      const auto next = planned_ + options_.cycle_time;
+      const auto next = next_cycle_due();
       // This thread holds the runner: the wait may look at the links.
       wait_between_cycles(next, negotiator_.awaits(rank_), nullptr);
       if (handle.is_done()) break;  // failed by a shutdown meanwhile

@@ -77,6 +77,8 @@ class EngineLoop {
   // Guarded by the runner's mutex: the state the next cycle is planned from.
   bool idle_ = false;                // nothing pending on any rank after the last cycle
   Clock::time_point planned_{};      // when the last cycle was planned to start
+  // When the next cycle is due (Horovod's cycle time after the last one's plan).
+  Clock::time_point next_cycle_due() const { return planned_ + options_.cycle_time; }
   std::uint64_t cycles_ = 0;         // cycles run, by any thread
   std::atomic<bool> ended_{false};
   std::atomic<bool> resume_{false};  // a helper left work behind: the engine thread goes on
