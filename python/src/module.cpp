@@ -169,6 +169,26 @@ engine::Request on_device(engine::Request r, const Pointers& ins, const Pointers
   return r;
 }
 
+// Host tensors as raw pointers, one dtype (riseml.torch's allreduce of contiguous CPU tensors).
+runtime::HandleId host_allreduce_async(const Pointers& ins, const Pointers& outs,
+                                       std::vector<Shape> shapes, const std::string& dtype,
+                                       std::string name, int op, double pre, double post, int ps,
+                                       py::object keep) {
+  if (ins.empty() || ins.size() != outs.size() || ins.size() != shapes.size())
+    throw py::value_error("riseml: host allreduce needs equally many (>0) inputs, outputs, shapes");
+  auto r = reduction(OpKind::allreduce, std::move(name), op, pre, post);
+  auto t = parse_data_type(dtype);
+  if (!t) throw py::type_error("riseml: unsupported data type '" + dtype + "'");
+  r.dtype = *t;
+  for (std::size_t i = 0; i < ins.size(); ++i) {
+    if (ins[i] == 0 || outs[i] == 0)
+      throw py::value_error("riseml: host allreduce of a null pointer");
+    r.tensors.push_back({reinterpret_cast<const void*>(ins[i]), reinterpret_cast<void*>(outs[i]),
+                         std::move(shapes[i])});
+  }
+  return submit(ps, std::move(r), std::move(keep));
+}
+
 py::object synchronize(runtime::HandleId id) {
   runtime::CompletedOperation done;
   {
@@ -244,22 +264,19 @@ PYBIND11_MODULE(_riseml, m) {
     return reduce_async<OpKind::allreduce>({in}, {out}, name, op, pre, post, dtype, ps);
   }, arg("input"), arg("output"), arg("name"), arg("op"), arg("prescale") = 1.0,
      arg("postscale") = 1.0, arg("dtype") = "", arg("process_set") = 0);
-  // A contiguous host tensor as raw pointers (torch's data_ptr(); riseml.torch checks the
+  // Contiguous host tensors as raw pointers (torch's data_ptr(); riseml.torch checks the
   // tensors): no numpy views to build per call, which cost a small call more than the engine.
   // `keep`: what stays alive until synchronize().
   m.def("host_allreduce_async", [](std::uintptr_t in, std::uintptr_t out, Shape shape,
                                    std::string dtype, std::string name, int op, double pre,
                                    double post, int ps, py::object keep) {
-    if (in == 0 || out == 0) throw py::value_error("riseml: host allreduce of a null pointer");
-    auto r = reduction(OpKind::allreduce, std::move(name), op, pre, post);
-    auto t = parse_data_type(dtype);
-    if (!t) throw py::type_error("riseml: unsupported data type '" + dtype + "'");
-    r.dtype = *t;
-    r.tensors.push_back(
-        {reinterpret_cast<const void*>(in), reinterpret_cast<void*>(out), std::move(shape)});
-    return submit(ps, std::move(r), std::move(keep));
+    return host_allreduce_async({in}, {out}, {std::move(shape)}, dtype, std::move(name), op, pre,
+                                post, ps, std::move(keep));
   }, arg("input"), arg("output"), arg("shape"), arg("dtype"), arg("name"), arg("op"),
      arg("prescale"), arg("postscale"), arg("process_set"), arg("keep"));
+  m.def("host_grouped_allreduce_async", &host_allreduce_async, arg("inputs"), arg("outputs"),
+        arg("shapes"), arg("dtype"), arg("name"), arg("op"), arg("prescale"), arg("postscale"),
+        arg("process_set"), arg("keep"));
   m.def("grouped_allreduce_async", &reduce_async<OpKind::allreduce>, arg("inputs"), arg("outputs"),
         arg("name"), arg("op"), arg("prescale") = 1.0, arg("postscale") = 1.0, arg("dtype") = "",
         arg("process_set") = 0);

@@ -72,6 +72,20 @@ def test_allreduce_of_host_tensors_by_pointer():
     del garbage
     empty = hvd.allreduce(torch.ones(0, 3), op=hvd.Sum)
     assert empty.shape == (0, 3)
+    # grouped: new outputs, in place, and one dtype only (the engine's rule, said the same way)
+    group = [torch.full((2, 3), float(r)), torch.full((7,), 1.0), torch.full((), 2.0)]
+    outs = hvd.grouped_allreduce(group, op=hvd.Sum)
+    assert [o.shape for o in outs] == [(2, 3), (7,), ()]
+    assert torch.equal(outs[0], torch.full((2, 3), float(n * (n - 1) // 2)))
+    assert torch.equal(outs[1], torch.full((7,), float(n))) and outs[2].item() == 2.0 * n
+    assert group[0][0, 0].item() == float(r)
+    hvd.grouped_allreduce_(group, op=hvd.Sum)
+    assert torch.equal(group[1], torch.full((7,), float(n)))
+    try:
+        hvd.grouped_allreduce([torch.ones(2), torch.ones(2, dtype=torch.float64)])
+        raise AssertionError("grouped_allreduce of two dtypes did not fail")
+    except ValueError as e:
+        assert "one dtype" in str(e), e
 
 
 def test_autograd():

@@ -272,6 +272,14 @@ def _grouped(tensors, outputs, name, op, prescale_factor, postscale_factor, proc
                                set_id)
     if any(on_gpu):
         raise ValueError("riseml: grouped_allreduce got CUDA and CPU tensors; pass one kind")
+    if tensors and len({t.dtype for t in tensors}) == 1 and all(
+            _host_pointers_fit(t, out) for t, out in zip(tensors, outputs)):
+        h = _riseml.host_grouped_allreduce_async(
+            [t.data_ptr() for t in tensors], [out.data_ptr() for out in outputs],
+            [t.shape for t in tensors], _DTYPE_NAMES[tensors[0].dtype], name, op,
+            prescale_factor, postscale_factor, set_id, (tuple(tensors), tuple(outputs)))
+        _handles[h] = (list(outputs), list(outputs))
+        return h
     views = [_cpu_view(t) for t in tensors]
     dtypes = {v[2] for v in views}
     srcs, dsts, dst_cpus = [], [], []
