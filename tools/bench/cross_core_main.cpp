@@ -7,9 +7,10 @@
 // the first has been reduced: at least two such transfers of S/2, one after the other.
 // The second table is that allreduce with no library around it: two threads, each with its own
 // S bytes of float32 in private memory, copy them into a shared buffer, wait for the other's, and
-// add the other's into their own (in place, our reduction kernel): the least a shared-memory
-// allreduce that copies its input in can cost here, with its two parts (the copy in, the reduce
-// out of the other CPU's cache) and the slower thread's time per call.
+// add the other's into their own (in place, our reduction kernel): what the work of a
+// shared-memory allreduce that copies its input in costs here with nothing around it, with its
+// two parts (the copy in, the reduce out of the other CPU's cache) and the slower thread's time
+// per call.
 //   riseml-cross-core [--cpus A,B] [--sizes 4K,16K,32K,64K,256K,1M] [--calls 2000]
 // Not installed: a measuring aid for docs/performance.md.
 #include <pthread.h>
