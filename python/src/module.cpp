@@ -152,8 +152,9 @@ runtime::HandleId gather_async(Arrays ins, std::string name, std::string dtype, 
   return submit(ps, std::move(r), py::cast(ins), result, ins[0].dtype());
 }
 
-// GPU tensors come as raw device pointers (torch's data_ptr()), with the CUDA device and the
-// stream the framework wrote them on (torch.cuda.current_stream().cuda_stream).
+// Tensors as raw pointers (torch's data_ptr()): host memory (device -1; contiguous CPU tensors
+// that riseml.torch checked) or a CUDA device's, with the stream the framework wrote them on
+// (torch.cuda.current_stream().cuda_stream).
 using Pointers = std::vector<std::uintptr_t>;
 
 engine::Request on_device(engine::Request r, const Pointers& ins, const Pointers& outs,
@@ -169,24 +170,29 @@ engine::Request on_device(engine::Request r, const Pointers& ins, const Pointers
   return r;
 }
 
+// An allreduce of tensors given as pointers; `where` names them in the error ("host", "device").
+engine::Request pointer_allreduce(const Pointers& ins, const Pointers& outs,
+                                  const std::vector<Shape>& shapes, const std::string& dtype,
+                                  int device, std::uintptr_t stream, std::string name, int op,
+                                  double pre, double post, const char* where) {
+  if (ins.empty() || ins.size() != outs.size() || ins.size() != shapes.size())
+    throw py::value_error(std::string("riseml: ") + where +
+                          " allreduce needs equally many (>0) inputs, outputs, shapes");
+  return on_device(reduction(OpKind::allreduce, std::move(name), op, pre, post), ins, outs,
+                   shapes, dtype, device, stream);
+}
+
 // Host tensors as raw pointers, one dtype (riseml.torch's allreduce of contiguous CPU tensors).
 runtime::HandleId host_allreduce_async(const Pointers& ins, const Pointers& outs,
-                                       std::vector<Shape> shapes, const std::string& dtype,
+                                       const std::vector<Shape>& shapes, const std::string& dtype,
                                        std::string name, int op, double pre, double post, int ps,
                                        py::object keep) {
-  if (ins.empty() || ins.size() != outs.size() || ins.size() != shapes.size())
-    throw py::value_error("riseml: host allreduce needs equally many (>0) inputs, outputs, shapes");
-  auto r = reduction(OpKind::allreduce, std::move(name), op, pre, post);
-  auto t = parse_data_type(dtype);
-  if (!t) throw py::type_error("riseml: unsupported data type '" + dtype + "'");
-  r.dtype = *t;
-  for (std::size_t i = 0; i < ins.size(); ++i) {
+  for (std::size_t i = 0; i < ins.size() && i < outs.size(); ++i)
     if (ins[i] == 0 || outs[i] == 0)
       throw py::value_error("riseml: host allreduce of a null pointer");
-    r.tensors.push_back({reinterpret_cast<const void*>(ins[i]), reinterpret_cast<void*>(outs[i]),
-                         std::move(shapes[i])});
-  }
-  return submit(ps, std::move(r), std::move(keep));
+  return submit(ps, pointer_allreduce(ins, outs, shapes, dtype, -1, 0, std::move(name), op, pre,
+                                      post, "host"),
+                std::move(keep));
 }
 
 py::object synchronize(runtime::HandleId id) {
@@ -322,11 +328,8 @@ PYBIND11_MODULE(_riseml, m) {
   m.def("device_allreduce_async", [](Pointers ins, Pointers outs, std::vector<Shape> shapes,
                                      std::string dtype, int device, std::uintptr_t stream,
                                      std::string name, int op, double pre, double post, int ps) {
-    if (ins.empty() || ins.size() != outs.size() || ins.size() != shapes.size())
-      throw py::value_error(
-          "riseml: device allreduce needs equally many (>0) inputs, outputs, shapes");
-    auto r = reduction(OpKind::allreduce, std::move(name), op, pre, post);
-    return rt().submit(ps, on_device(std::move(r), ins, outs, shapes, dtype, device, stream));
+    return rt().submit(ps, pointer_allreduce(ins, outs, shapes, dtype, device, stream,
+                                             std::move(name), op, pre, post, "device"));
   }, arg("inputs"), arg("outputs"), arg("shapes"), arg("dtype"), arg("device"), arg("stream"),
      arg("name"), arg("op"), arg("prescale") = 1.0, arg("postscale") = 1.0, arg("process_set") = 0);
   m.def("device_broadcast_async", [](std::uintptr_t in, std::uintptr_t out, Shape shape,
