@@ -562,7 +562,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::send(std::vector<at::Tensor>&
   const std::string k = p2p_key(rank_, dst_rank, tag, /*take=*/true);
   // Written now: the caller may reuse its tensor once send() returns, and a send never waits
   // behind this rank's pending receives.
-  auto work = c10::make_intrusive<RisemlWork>(rank_, c10d::OpType::SEND, tensors, std::weak_ptr<OpQueue>());
+  auto work = c10::make_intrusive<RisemlWork>(rank_, c10d::OpType::SEND, tensors,
+                                              std::weak_ptr<OpQueue>());  // done before it returns
   try {
     store_->set(k, payload);
     work->succeed();

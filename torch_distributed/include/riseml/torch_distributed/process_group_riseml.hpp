@@ -1,8 +1,9 @@
 // The `riseml` backend of torch.distributed: a c10d ProcessGroup whose collectives run on the
 // riseml core (shared memory within a host, authenticated TCP across hosts). Every operation is
 // queued to one worker thread per group (a caller blocked in Work::wait runs the queue itself
-// while the worker is idle) and returns a Work whose future completes with the output tensors; a failure (a dead or silent peer, a mismatch) fails that Work on every rank
-// with the core's message, which names the rank at fault.
+// while the worker is idle) and returns a Work whose future completes with the output tensors;
+// a failure (a dead or silent peer, a mismatch) fails that Work on every rank with the core's
+// message, which names the rank at fault.
 #pragma once
 
 #include <riseml/communicator.hpp>
