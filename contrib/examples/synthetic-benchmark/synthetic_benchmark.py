@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Horovod's kind of synthetic benchmark, with riseml.torch: a torchvision model trained on
-random data, images per second per rank and in total.
+random data, images per second per rank and in total. On a machine with CUDA, as Horovod's
+pytorch_synthetic_benchmark.py, the model, the data and the optimizer live on GPU
+cuda:<local rank> (so the gradients are allreduced on the GPU); --no-cuda keeps them on the CPU.
 
     srun -N2 --mpi=pmix python3 synthetic_benchmark.py --model resnet18 --batch-size 16 \
         --image-size 64 --steps 10 [--fp16-allreduce] [--write-workload resnet18.workload]
@@ -34,18 +36,29 @@ def parse_args():
     p.add_argument("--warmup", type=int, default=2, help="untimed steps first")
     p.add_argument("--fp16-allreduce", action="store_true", help="hvd.Compression.fp16")
     p.add_argument("--write-workload", metavar="FILE", help="rank 0 writes the measured step as a workload")
-    return p.parse_args()
+    p.add_argument("--no-cuda", action="store_true", help="train on the CPU even where CUDA is available")
+    args = p.parse_args()
+    args.cuda = not args.no_cuda and torch.cuda.is_available()
+    return args
 
 
 def main():
     args = parse_args()
     hvd.init()
     torch.manual_seed(1234)
-    # One core's share per rank: the ranks of a node share its cores.
-    torch.set_num_threads(max(1, (os.cpu_count() or 1) // hvd.local_size()))
-    model = getattr(torchvision.models, args.model)(num_classes=1000)
-    data = torch.randn(args.batch_size, 3, args.image_size, args.image_size)
-    target = torch.randint(0, 1000, (args.batch_size,))
+    if args.cuda:
+        # One GPU per rank: the local rank's (as Horovod's benchmark pins it).
+        device = torch.device("cuda", hvd.local_rank() % torch.cuda.device_count())
+        torch.cuda.set_device(device)
+        where = f"GPU {torch.cuda.get_device_name(device)} ({device})"
+    else:
+        device = torch.device("cpu")
+        # One core's share per rank: the ranks of a node share its cores.
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // hvd.local_size()))
+        where = f"CPU, {torch.get_num_threads()} threads per rank"
+    model = getattr(torchvision.models, args.model)(num_classes=1000).to(device)
+    data = torch.randn(args.batch_size, 3, args.image_size, args.image_size, device=device)
+    target = torch.randint(0, 1000, (args.batch_size,), device=device)
     plain = torch.optim.SGD(model.parameters(), lr=0.01 * hvd.size())
 
     def step(optimizer):
@@ -54,12 +67,18 @@ def main():
         loss.backward()
         optimizer.step()
 
+    def sync():
+        if args.cuda:
+            torch.cuda.synchronize(device)  # the kernels a step queued have run
+
     def timed(optimizer, n):
         times = []
         for _ in range(n):
+            sync()
             hvd.barrier()  # all ranks start together
             t = time.perf_counter()
             step(optimizer)
+            sync()
             times.append(time.perf_counter() - t)
         return times
 
@@ -83,20 +102,20 @@ def main():
         params = sum(p.numel() for p in model.parameters())
         print(f"# synthetic benchmark: {args.model}, {params / 1e6:.2f} M parameters, batch {args.batch_size} "
               f"of {args.image_size}x{args.image_size} per rank, {hvd.size()} ranks, "
-              f"fp16 allreduce {'on' if args.fp16_allreduce else 'off'}")
+              f"fp16 allreduce {'on' if args.fp16_allreduce else 'off'}, on {where}")
         print(f"step alone {alone_s * 1e3:.1f} ms, step {step_s * 1e3:.1f} ms, not hidden "
               f"{(step_s - alone_s) * 1e3:.1f} ms")
         print(f"images/s: {args.batch_size / step_s:.1f} per rank, {args.batch_size * hvd.size() / step_s:.1f} in total")
-        print(f"synthetic: model={args.model} ranks={hvd.size()} step_ms={step_s * 1e3:.2f} "
+        print(f"synthetic: model={args.model} ranks={hvd.size()} device={device.type} step_ms={step_s * 1e3:.2f} "
               f"compute_ms={alone_s * 1e3:.2f} efficiency={alone_s / step_s:.4f}")
         if args.write_workload:
             here = os.path.dirname(os.path.abspath(__file__))
-            sys.path.insert(0, os.path.join(here, "..", "..", "..", "allreduce", "bench", "workloads"))
+            sys.path.insert(0, os.path.join(here, "..", "..", "..", "model", "workloads"))
             from generate_workloads import workload_text
             text, _, _ = workload_text(args.model, getattr(torchvision.models, args.model)(num_classes=1000),
                                        args.image_size, args.batch_size, alone_s * 1e3,
                                        f"measured by synthetic_benchmark.py: {hvd.size()} ranks at once, "
-                                       f"{args.image_size}x{args.image_size} on this machine's CPUs")
+                                       f"{args.image_size}x{args.image_size} on {where}")
             with open(args.write_workload + ".tmp", "w") as f:
                 f.write(text)
             os.replace(args.write_workload + ".tmp", args.write_workload)
