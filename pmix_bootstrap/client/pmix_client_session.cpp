@@ -206,7 +206,14 @@ std::vector<std::byte> PmixClientSession::get_raw(int rank, const std::string& k
   pmix_value_t* raw = nullptr;
   pmix_status_t status = PMIx_Get(&peer, key.c_str(), only_local.data(), only_local.size(), &raw);
   if (status != PMIX_SUCCESS && timeout.count() <= 0) {
-    fail("no " + what + ": it was not put and committed before the last fence", status);
+    // Not here. With PMIx's shared-memory store (gds ds21) a fence leaves every local peer's
+    // data in this process's reach; with the hash store (PMIx's fallback where ds21 does not
+    // start, PMIX_MCA_gds=hash) a local peer's committed data stays with the server, so ask it,
+    // without waiting: PMIX_IMMEDIATE answers NOT-FOUND at once when it has none.
+    InfoArray immediate = InfoList().add_bool(PMIX_IMMEDIATE, true).finish();
+    status = PMIx_Get(&peer, key.c_str(), immediate.data(), immediate.size(), &raw);
+    if (status != PMIX_SUCCESS)
+      fail("no " + what + ": it was not put and committed before the last fence", status);
   }
   if (status != PMIX_SUCCESS) {
     // ... then the server, which waits for the rank to commit it.

@@ -2,10 +2,13 @@
 // PMIx (riseml-launch -n N, srun --mpi=pmix, mpirun). Every rank allreduces (fused and single,
 // sum and average, sizes with and without a remainder), broadcasts and allgathers device
 // tensors and checks the results against what it computes on the host.
-//   --fake-hosts  every rank counts as its own host (RISEML_HOST_KEY per rank), so two ranks
+//   --fake-hosts  every rank counts as its own host (its own host_key), so two ranks
 //                 can share one GPU with RISEML_GPU_ALGORITHM=hierarchical.
 // Exit: 0 checked, 1 a wrong result or an error, 77 cannot run here (no GPU, or fewer GPUs
 // than ranks on a host in flat mode), with the reason on stderr.
+// The ranks agree on that before the engine starts: each puts its verdict (empty, or why it
+// cannot run) and all fence once, so every rank exits 77 (or 1) when any rank must, and none
+// is left alone at the engine's first fence.
 #include <riseml/cuda/gpu_collectives.hpp>
 #include <riseml/cuda/status.hpp>
 #include <riseml/engine/engine.hpp>
@@ -17,6 +20,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <cstddef>
 #include <exception>
 #include <memory>
 #include <stdexcept>
@@ -39,34 +43,66 @@ struct Device {
   ~Device() { cudaFree(p); }
 };
 
+// What keeps this rank from running: "" (it can), "skip: why" or "error: why".
+std::string verdict(bool fake_hosts, const pmix::JobFacts& facts, bool hierarchical, int& device) {
+  if (!cuda::available()) return "skip: " + cuda::status();
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices < 1)
+    return "skip: cudaGetDeviceCount found no device";
+  // Flat: one NCCL communicator over every rank, so the ranks of this machine need a GPU each
+  // (--fake-hosts does not change that: they still share the machine's GPUs). Hierarchical:
+  // one communicator per host, fake or real.
+  const int local = fake_hosts ? 1 : facts.local_size;
+  if (!hierarchical && devices < facts.local_size)
+    return "skip: " + std::to_string(facts.local_size) + " ranks on host " + facts.hostname +
+           " but " + std::to_string(devices) + " GPU(s): flat NCCL needs one GPU per rank";
+  if (hierarchical && devices < local)
+    return "skip: " + std::to_string(local) + " ranks per host but " + std::to_string(devices) +
+           " GPU(s)";
+  device = fake_hosts ? facts.rank % devices : facts.local_rank % devices;
+  if (const cudaError_t e = cudaSetDevice(device); e != cudaSuccess)
+    return "error: cudaSetDevice(" + std::to_string(device) + "): " + cudaGetErrorString(e);
+  return "";
+}
+
 int run(int argc, char** argv) {
   const bool fake_hosts = argc > 1 && std::strcmp(argv[1], "--fake-hosts") == 0;
-  if (!cuda::available()) {
-    std::fprintf(stderr, "skip: %s\n", cuda::status().c_str());
-    return kSkip;
-  }
   std::shared_ptr<pmix::Session> session = pmix::init();
   const pmix::JobFacts facts = session->facts();
   const cuda::GpuOptions gpu = cuda::GpuOptions::from_environment();
-  int devices = 0;
-  cudaGetDeviceCount(&devices);
-  const int local = fake_hosts ? 1 : facts.local_size;
   const bool hierarchical = gpu.algorithm == cuda::GpuAlgorithm::hierarchical;
-  if (!hierarchical && devices < facts.local_size) {
-    std::fprintf(stderr, "skip: %d ranks on host %s but %d GPU(s): flat NCCL needs one GPU per rank\n",
-                 facts.local_size, facts.hostname.c_str(), devices);
-    return kSkip;
-  }
-  if (hierarchical && devices < local) {
-    std::fprintf(stderr, "skip: %d ranks per host but %d GPU(s)\n", local, devices);
-    return kSkip;
-  }
-  const int device = fake_hosts ? facts.rank % devices : facts.local_rank % devices;
-  cudaSetDevice(device);
-
-  pmix::SessionRendezvous rendezvous(session);
   CommunicatorOptions options = CommunicatorOptions::from_environment();
   if (fake_hosts) options.host_key = "fake-host-" + std::to_string(facts.rank);
+  int device = 0;
+  std::string mine;
+  try {
+    mine = verdict(fake_hosts, facts, hierarchical, device);
+  } catch (const std::exception& e) {
+    mine = std::string("error: ") + e.what();
+  }
+
+  // Every rank's verdict, so that all take the same way out.
+  pmix::SessionRendezvous rendezvous(session);
+  const std::string key = "riseml-gpu-check/verdict";
+  rendezvous.put(key, std::vector<std::byte>(reinterpret_cast<const std::byte*>(mine.data()),
+                                             reinterpret_cast<const std::byte*>(mine.data()) + mine.size()));
+  rendezvous.fence(options.timeout);
+  int code = 0;
+  for (int k = 0; k < facts.size; ++k) {
+    const std::vector<std::byte> v = rendezvous.get(k, key, options.timeout);
+    const std::string theirs(reinterpret_cast<const char*>(v.data()), v.size());
+    if (theirs.empty()) continue;
+    const bool error = theirs.rfind("error:", 0) == 0;
+    code = error ? 1 : (code == 1 ? 1 : kSkip);
+    if (k == facts.rank || facts.rank == 0)
+      std::fprintf(stderr, "%s (rank %d%s)\n", theirs.c_str(), k, k == facts.rank ? "" : ", seen by rank 0");
+  }
+  if (code != 0) {
+    if (mine.empty())
+      std::fprintf(stderr, "rank %d: %s: another rank cannot run\n", facts.rank,
+                   code == kSkip ? "skip" : "stopping");
+    return code;
+  }
   engine::Engine eng(rendezvous, options, engine::EngineOptions::from_environment());
   const int n = eng.size(), r = eng.rank();
   int wrong = 0;
