@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
+#include <cstring>
 #include <cstdint>
 #include <limits>
 #include <ostream>
@@ -205,6 +207,112 @@ TEST(CudaIntegerKernels, DivideTruncatesAsTheCpu) {
   }
 }
 
+// The vectorised kernels at every start alignment and length: a 16-byte body, a scalar head
+// before it and a scalar tail after it. Guard bytes around the buffer must stay as they were.
+std::vector<std::size_t> odd_counts() { return {1, 7, 4097, (std::size_t{1} << 20) + 3}; }
+
+// Byte offsets of a buffer from a 256-byte aligned allocation, each a multiple of the element.
+std::vector<std::size_t> odd_offsets(std::size_t element) {
+  if (element == 2) return {0, 2, 4, 6, 14};
+  if (element == 4) return {0, 4, 8, 12};
+  if (element == 8) return {0, 8};
+  return {0, 1, 3, 7, 15};
+}
+
+std::vector<unsigned char> random_bytes(std::size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::vector<unsigned char> v(n);
+  for (auto& b : v) b = static_cast<unsigned char>(rng());
+  return v;
+}
+
+constexpr std::size_t kGuard = 64;
+
+TEST_P(CudaKernels, ScaleAndDivideAtOddOffsetsAndCounts) {
+  const DataType t = GetParam();
+  const std::size_t es = element_size(t);
+  for (std::size_t count : odd_counts()) {
+    for (std::size_t offset : odd_offsets(es)) {
+      const auto values = random_values(t, count);
+      const std::size_t size = kGuard + offset + values.size() + kGuard;
+      auto image = random_bytes(size, static_cast<unsigned>(count + offset));
+      std::copy(values.begin(), values.end(), image.begin() + kGuard + offset);
+      DeviceBuffer d(size);
+      for (int op = 0; op < 2; ++op) {
+        d.upload(image);
+        unsigned char* at = d.as<unsigned char>() + kGuard + offset;
+        auto expected = image;
+        if (op == 0) {
+          scale(t, at, count, 1.0 / 3.0, nullptr);
+          scale_on_cpu(t, expected.data() + kGuard + offset, count, 1.0 / 3.0);
+        } else {
+          divide(t, at, count, 7, nullptr);
+          kernels::divide(t, expected.data() + kGuard + offset, count, 7);
+        }
+        RISEML_CUDA_OK(cudaDeviceSynchronize());
+        const auto got = d.download<unsigned char>(size);
+        const long bad = first_bit_difference(got, expected);
+        EXPECT_EQ(bad, -1) << to_string(t) << (op == 0 ? " scale" : " divide") << " count "
+                           << count << " offset " << offset << ": byte " << bad;
+      }
+    }
+  }
+}
+
+TEST_P(CudaHalfKernels, ConversionsAtOddOffsetsAndCounts) {
+  const DataType t = GetParam();
+  for (std::size_t count : odd_counts()) {
+    std::vector<float> floats(count);
+    std::mt19937 rng(static_cast<unsigned>(count));
+    for (auto& f : floats) f = std::bit_cast<float>(static_cast<std::uint32_t>(rng()));
+    std::vector<std::uint16_t> halves(count);
+    for (auto& h : halves) h = static_cast<std::uint16_t>(rng());
+    std::vector<std::uint16_t> narrowed(count);
+    kernels::narrow_from_float(t, floats.data(), narrowed.data(), count);
+    std::vector<float> widened(count);
+    kernels::widen_to_float(t, halves.data(), widened.data(), count);
+    // Float side at 0/4/12 bytes, 16-bit side at 0/2/6/8 bytes: some pairs can be 16-byte
+    // aligned together after a head, some never (all scalar).
+    for (std::size_t f_off : {std::size_t{0}, std::size_t{4}, std::size_t{12}}) {
+      for (std::size_t h_off : {std::size_t{0}, std::size_t{2}, std::size_t{6}, std::size_t{8}}) {
+        const std::size_t f_size = kGuard + f_off + 4 * count + kGuard;
+        const std::size_t h_size = kGuard + h_off + 2 * count + kGuard;
+        const auto f_image = random_bytes(f_size, 1);
+        const auto h_image = random_bytes(h_size, 2);
+        DeviceBuffer d_f(f_size), d_h(h_size);
+        float* f_at = reinterpret_cast<float*>(d_f.as<unsigned char>() + kGuard + f_off);
+        void* h_at = d_h.as<unsigned char>() + kGuard + h_off;
+
+        // narrow: floats -> halves
+        auto f_in = f_image;
+        std::memcpy(f_in.data() + kGuard + f_off, floats.data(), 4 * count);
+        d_f.upload(f_in);
+        d_h.upload(h_image);
+        narrow_from_float(t, f_at, h_at, count, nullptr);
+        RISEML_CUDA_OK(cudaDeviceSynchronize());
+        auto expected_h = h_image;
+        std::memcpy(expected_h.data() + kGuard + h_off, narrowed.data(), 2 * count);
+        EXPECT_EQ(first_bit_difference(d_h.download<unsigned char>(h_size), expected_h), -1)
+            << "narrow " << to_string(t) << " count " << count << " float offset " << f_off
+            << " half offset " << h_off;
+
+        // widen: halves -> floats
+        auto h_in = h_image;
+        std::memcpy(h_in.data() + kGuard + h_off, halves.data(), 2 * count);
+        d_h.upload(h_in);
+        d_f.upload(f_image);
+        widen_to_float(t, h_at, f_at, count, nullptr);
+        RISEML_CUDA_OK(cudaDeviceSynchronize());
+        auto expected_f = f_image;
+        std::memcpy(expected_f.data() + kGuard + f_off, widened.data(), 4 * count);
+        EXPECT_EQ(first_bit_difference(d_f.download<unsigned char>(f_size), expected_f), -1)
+            << "widen " << to_string(t) << " count " << count << " half offset " << h_off
+            << " float offset " << f_off;
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(FloatTypes, CudaKernels,
                          ::testing::Values(DataType::float32, DataType::float64,
                                            DataType::float16, DataType::bfloat16),
@@ -219,7 +327,7 @@ class CudaFusion : public ::testing::Test {
 };
 
 TEST_F(CudaFusion, PacksAndUnpacksManyUnalignedTensors) {
-  // 300 tensors (three launches), sizes 0..5000 bytes, at odd offsets inside one allocation.
+  // 300 tensors (one launch), sizes 0..5000 bytes, at odd offsets inside one allocation.
   std::mt19937 rng(3);
   const std::size_t n = 300;
   std::vector<std::size_t> bytes(n), offsets(n);
@@ -257,10 +365,160 @@ TEST_F(CudaFusion, PacksAndUnpacksManyUnalignedTensors) {
         << "tensor " << i;
 }
 
-TEST_F(CudaFusion, RejectsNonFloatScaling) {
+// `n` tensors of mixed sizes (0, a few bytes, 4099, 64 KiB, some of 1 MiB) and every
+// alignment (source and fusion place alike or not mod 16), packed and unpacked; unpacking
+// writes nothing between the tensors.
+void pack_and_unpack_mixed(std::size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::vector<std::size_t> bytes(n), offsets(n);
+  std::size_t total = 0, arena = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    switch (rng() % 8) {
+      case 0: bytes[i] = 0; break;
+      case 1: bytes[i] = 1 + rng() % 16; break;
+      case 2: bytes[i] = 4099; break;
+      case 3: bytes[i] = 65536; break;
+      case 4: bytes[i] = i % 64 == 0 ? (1 << 20) + rng() % 64 : 2048 + rng() % 64; break;
+      case 5: bytes[i] = 16 * (1 + rng() % 200); break;
+      default: bytes[i] = rng() % 9000;
+    }
+    offsets[i] = arena + (i % 3 == 0 ? 0 : rng() % 16);  // half of them 16-byte aligned
+    arena = (offsets[i] + bytes[i] + 15) / 16 * 16 + 16;
+    total += bytes[i];
+  }
+  const auto host = random_bytes(arena, seed + 1);
+  const auto filler = random_bytes(arena, seed + 2);
+  DeviceBuffer d_tensors(arena), d_fusion(total + 8), d_back(arena);
+  d_tensors.upload(host);
+  d_back.upload(filler);
+  std::vector<const void*> srcs(n);
+  std::vector<void*> dsts(n);
+  std::vector<unsigned char> expected_fusion;
+  auto expected_back = filler;
+  for (std::size_t i = 0; i < n; ++i) {
+    srcs[i] = d_tensors.as<unsigned char>() + offsets[i];
+    dsts[i] = d_back.as<unsigned char>() + offsets[i];
+    expected_fusion.insert(expected_fusion.end(), host.begin() + offsets[i],
+                           host.begin() + offsets[i] + bytes[i]);
+    std::copy(host.begin() + offsets[i], host.begin() + offsets[i] + bytes[i],
+              expected_back.begin() + offsets[i]);
+  }
+  // The fusion buffer starts 8 bytes in, so that its 16-byte alignment differs from the
+  // allocations'.
+  unsigned char* fusion = d_fusion.as<unsigned char>() + 8;
+  pack(fusion, srcs.data(), bytes.data(), n, nullptr);
+  RISEML_CUDA_OK(cudaDeviceSynchronize());
+  std::vector<unsigned char> got_fusion(total);
+  RISEML_CUDA_OK(cudaMemcpy(got_fusion.data(), fusion, total, cudaMemcpyDeviceToHost));
+  const long bad_fusion = first_bit_difference(got_fusion, expected_fusion);
+  EXPECT_EQ(bad_fusion, -1) << n << " tensors: fusion byte " << bad_fusion;
+
+  unpack(fusion, dsts.data(), bytes.data(), n, nullptr);
+  RISEML_CUDA_OK(cudaDeviceSynchronize());
+  const long bad_back = first_bit_difference(d_back.download<unsigned char>(arena), expected_back);
+  EXPECT_EQ(bad_back, -1) << n << " tensors: unpacked byte " << bad_back;
+}
+
+TEST_F(CudaFusion, PacksAndUnpacks1024MixedTensorsInOneLaunch) {
+  static_assert(kMaxFusedTensors >= 1024);
+  pack_and_unpack_mixed(1024, 21);
+}
+
+TEST_F(CudaFusion, PacksAndUnpacksMoreTensorsThanOneLaunchHolds) {
+  pack_and_unpack_mixed(kMaxFusedTensors * 2 + 17, 22);
+}
+
+// One 64 MiB tensor, 4 bytes into its allocation and its fusion buffer: spread over many blocks.
+TEST_F(CudaFusion, PacksOneLargeTensorAcrossManyBlocks) {
+  const std::size_t bytes[] = {(std::size_t{64} << 20) + 5};
+  const auto host = random_bytes(bytes[0], 24);
+  DeviceBuffer d_src(bytes[0] + 16), d_fusion(bytes[0] + 16);
+  unsigned char* src = d_src.as<unsigned char>() + 4;
+  unsigned char* fusion = d_fusion.as<unsigned char>() + 4;
+  RISEML_CUDA_OK(cudaMemcpy(src, host.data(), bytes[0], cudaMemcpyHostToDevice));
+  const void* srcs[] = {src};
+  pack(fusion, srcs, bytes, 1, nullptr);
+  RISEML_CUDA_OK(cudaDeviceSynchronize());
+  std::vector<unsigned char> got(bytes[0]);
+  RISEML_CUDA_OK(cudaMemcpy(got.data(), fusion, bytes[0], cudaMemcpyDeviceToHost));
+  EXPECT_EQ(first_bit_difference(got, host), -1);
+}
+
+// Integer scaling as the CPU (engine/src/scaling.cpp, scale_integer): x * factor in double,
+// truncated toward zero, saturated at the type's range, NaN -> 0.
+template <typename T>
+void scale_integer_on_cpu(unsigned char* p, std::size_t count, double factor) {
+  constexpr double lo = static_cast<double>(std::numeric_limits<T>::min());
+  constexpr double hi = static_cast<double>(std::numeric_limits<T>::max());
+  for (std::size_t i = 0; i < count; ++i) {
+    T x;
+    std::memcpy(&x, p + i * sizeof(T), sizeof(T));
+    const double v = std::trunc(static_cast<double>(x) * factor);
+    if (std::isnan(v))
+      x = 0;
+    else if (v <= lo)
+      x = std::numeric_limits<T>::min();
+    else if (v >= hi)
+      x = std::numeric_limits<T>::max();
+    else
+      x = static_cast<T>(v);
+    std::memcpy(p + i * sizeof(T), &x, sizeof(T));
+  }
+}
+
+void scale_integer_on_cpu(DataType t, unsigned char* p, std::size_t count, double factor) {
+  switch (t) {
+    case DataType::int8: scale_integer_on_cpu<std::int8_t>(p, count, factor); break;
+    case DataType::uint8: scale_integer_on_cpu<std::uint8_t>(p, count, factor); break;
+    case DataType::int16: scale_integer_on_cpu<std::int16_t>(p, count, factor); break;
+    case DataType::int32: scale_integer_on_cpu<std::int32_t>(p, count, factor); break;
+    case DataType::int64: scale_integer_on_cpu<std::int64_t>(p, count, factor); break;
+    default: FAIL() << to_string(t);
+  }
+}
+
+TEST(CudaIntegerKernels, ScaleTruncatesAndSaturatesAsTheCpu) {
+  RISEML_SKIP_WITHOUT_GPU();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  for (DataType t : {DataType::int8, DataType::uint8, DataType::int16, DataType::int32,
+                     DataType::int64}) {
+    const std::size_t es = element_size(t);
+    for (std::size_t count : {std::size_t{1}, std::size_t{7}, std::size_t{4097},
+                              (std::size_t{1} << 20) + 3}) {
+      // Random bits (every value, the extremes among them), at an offset of one element.
+      auto image = random_bytes((count + 2) * es, static_cast<unsigned>(count));
+      for (std::size_t k = 0; k < es; ++k) {  // the type's extremes at the start of the data
+        image[es + k] = static_cast<unsigned char>(k + 1 == es ? 0x80 : 0x00);  // signed min
+        if (count > 1)
+          image[2 * es + k] = static_cast<unsigned char>(k + 1 == es ? 0x7f : 0xff);  // max
+      }
+      for (double factor : {0.5, 1.0 / 3.0, -1.0, -1.5, 2.0, 3.7, 1e30, -1e30, 0.0, -0.0, nan,
+                            inf, -inf}) {
+        DeviceBuffer d(image.size());
+        d.upload(image);
+        scale(t, d.as<unsigned char>() + es, count, factor, nullptr);
+        RISEML_CUDA_OK(cudaDeviceSynchronize());
+        auto expected = image;
+        scale_integer_on_cpu(t, expected.data() + es, count, factor);
+        const auto got = d.download<unsigned char>(image.size());
+        const long bad = first_bit_difference(got, expected);
+        EXPECT_EQ(bad, -1) << to_string(t) << " count " << count << " x " << factor
+                           << ": byte " << bad;
+      }
+    }
+  }
+}
+
+TEST_F(CudaFusion, RefusesBooleanScalingAndNonHalfConversions) {
   DeviceBuffer d(64);
-  EXPECT_THROW(scale(DataType::int32, d.get(), 16, 2.0, nullptr), CollectiveError);
+  EXPECT_THROW(scale(DataType::boolean, d.get(), 16, 2.0, nullptr), CollectiveError);
   EXPECT_THROW(narrow_from_float(DataType::float32, d.as<float>(), d.get(), 4, nullptr),
+               CollectiveError);
+  EXPECT_THROW(widen_to_float(DataType::int16, d.get(), d.as<float>(), 4, nullptr),
+               CollectiveError);
+  // Elements must be aligned to their size.
+  EXPECT_THROW(scale(DataType::float32, d.as<unsigned char>() + 2, 4, 2.0, nullptr),
                CollectiveError);
 }
 

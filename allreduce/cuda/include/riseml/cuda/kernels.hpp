@@ -15,8 +15,14 @@
 
 namespace riseml::cuda {
 
+// Every buffer must be aligned to its element size (any further alignment is optional: the
+// 16-byte aligned body of a buffer moves 16 bytes per load and store, the rest one element at a
+// time, in the same launch); a misaligned one throws CollectiveError(invalid_argument).
+
 // buffer[i] = buffer[i] * factor. float32 and the 16-bit floats multiply by float(factor),
-// float64 by factor. Only float types.
+// float64 by factor. Integers (int8, uint8, int16, int32, int64), as the CPU's scaling in
+// engine/src/scaling.cpp: x * factor in double, truncated toward zero, saturated at the type's
+// range, NaN -> 0. boolean is refused.
 void scale(DataType type, void* buffer, std::size_t count, double factor, cudaStream_t stream);
 
 // buffer[i] = buffer[i] / divisor, as kernels::divide (averaging a sum); integers truncate.
@@ -28,9 +34,14 @@ void narrow_from_float(DataType half_type, const float* in, void* out, std::size
 void widen_to_float(DataType half_type, const void* in, float* out, std::size_t count,
                     cudaStream_t stream);
 
-// Fusion buffer: tensor i (bytes[i] bytes) lies at fusion + sum of bytes[j < i]. One launch per
-// kMaxFusedTensors tensors. Device pointers; tensors may have any alignment.
-inline constexpr std::size_t kMaxFusedTensors = 128;
+// Fusion buffer: tensor i (bytes[i] bytes) lies at fusion + sum of bytes[j < i]. `tensors` and
+// `bytes` are host arrays (of device pointers), read before the call returns. One launch per
+// kMaxFusedTensors tensors: the whole table travels in the kernel's parameters (CUDA 12.1+ and
+// a driver of R530 or later for more than 4 KiB), so nothing is uploaded, allocated or waited
+// for. Tensors may have any alignment: each is copied 16 bytes at a time where it and its place
+// in the fusion buffer are 16-byte aligned alike, else with the widest word (8, 4, 2, 1 bytes)
+// at which they are.
+inline constexpr std::size_t kMaxFusedTensors = 1792;
 void pack(void* fusion, const void* const* tensors, const std::size_t* bytes, std::size_t n,
           cudaStream_t stream);
 void unpack(const void* fusion, void* const* tensors, const std::size_t* bytes, std::size_t n,
