@@ -1,7 +1,13 @@
 // The engine's GPU side: device tensors are fused in GPU memory, scaled by CUDA kernels and
 // reduced by riseml::cuda::GpuCollectives (NCCL, or NCCL in a host + the CPU ring across).
 // device_path_cuda.cpp implements it in a build with GPU support, device_path_none.cpp (every
-// call: "this build has no GPU support ...") otherwise.
+// call: "this build has no GPU support ...") otherwise, and device_path_host.cpp is the
+// host-memory stand-in that tests select (GpuOptions::host_standin).
+//
+// Stream-ordered: a call enqueues its work on the path's stream after the caller's ready point
+// and returns without waiting for the device; done_marker() is the point after it. The path's
+// watcher thread completes what when_done() was given once the device reaches that point,
+// and fails it (and every later call) when the collective failed or timed out.
 #pragma once
 
 #include <riseml/communicator.hpp>
@@ -9,11 +15,22 @@
 #include <riseml/datatype.hpp>
 
 #include <cstddef>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 
 namespace riseml::engine {
+
+// A point on a device stream that other streams can be ordered after.
+class DeviceEvent {
+ public:
+  virtual ~DeviceEvent() = default;
+  // Work queued on `stream` (a cudaStream_t; nullptr: the legacy default stream) from now on
+  // runs after this point. Never blocks the CPU.
+  virtual void order_stream_after(void* stream) const = 0;
+};
 
 // Taken on the caller's thread at enqueue(): the point on the caller's CUDA stream after which
 // its device tensors are ready. Throws CollectiveError(invalid_argument) without GPU support.
@@ -31,16 +48,19 @@ struct DeviceTensor {
 
 class DevicePath {
  public:
+  // Called by the watcher thread: nullopt when the work completed, else why it failed.
+  using Completion = std::function<void(const std::optional<CollectiveError>&)>;
+
   // Collective over every rank of `cpu` (which must outlive it): sets up the NCCL
   // communicator(s) on `device` (-1, a rank that joined before passing a GPU tensor:
   // options.device when >= 0, else its local index on the host modulo the visible devices, the
   // device torch.cuda.set_device(local_rank) would have picked; never the engine thread's
-  // default), in options.algorithm.
+  // default), in options.algorithm. options.host_standin: the host-memory stand-in.
   static std::unique_ptr<DevicePath> create(Communicator& cpu, int device, const cuda::GpuOptions& options);
   virtual ~DevicePath() = default;
 
   // One fused allreduce: the tensors are packed into a device fusion buffer (one tensor: in
-  // place on its output), prescaled, reduced, postscaled and unpacked. Returns when done.
+  // place on its output), prescaled, reduced, postscaled and unpacked, all enqueued.
   virtual void allreduce(std::span<const DeviceTensor> tensors, DataType type, ReduceOp op,
                          double prescale, double postscale) = 0;
   // In place on t.output (t.input copied there first); a joined rank passes no buffers.
@@ -49,10 +69,27 @@ class DevicePath {
   virtual std::shared_ptr<void> allgatherv(const DeviceTensor& t,
                                            std::span<const std::size_t> counts,
                                            DataType type) = 0;
+
+  // The point after everything enqueued so far (null: all of it is complete already).
+  virtual std::shared_ptr<DeviceEvent> done_marker() = 0;
+  // `done` runs on the watcher thread once the device passed `marker` (or at once when it is
+  // null), or with the error when the work failed or timed out.
+  virtual void when_done(std::shared_ptr<DeviceEvent> marker, Completion done) = 0;
+  // Throws the failure the watcher saw (a peer's NCCL error, a timeout), on the engine thread:
+  // the engine then stops, naming it.
+  virtual void throw_if_failed() = 0;
+  // The engine stopped after a failure: the work in flight fails with `why` (NCCL is aborted,
+  // its results are garbage), instead of waiting out the timeout at teardown.
+  virtual void abandon(const CollectiveError& why) = 0;
+  // How to copy `bytes` of a result of this path (allgatherv) to `dst` on `stream`, ordered
+  // after `after`, complete when it returns (the source may be freed then). Usable after the
+  // path is gone (a handle may outlive the engine).
+  using ResultCopier = void (*)(void* dst, const void* src, std::size_t bytes, void* stream,
+                                const DeviceEvent* after);
+  virtual ResultCopier result_copier() const = 0;
 };
 
-// For Handle::copy_allgather_output: a device-to-device copy on `stream` (the caller's, so it
-// is ordered after the work that allocated `dst`), complete when it returns.
-void copy_device_to_device(void* dst, const void* src, std::size_t bytes, void* stream);
+// The stand-in of device_path_host.cpp (in every build).
+std::unique_ptr<DevicePath> make_host_standin_path(Communicator& cpu);
 
 }  // namespace riseml::engine

@@ -1,5 +1,10 @@
 // The engine's GPU side in a build with CUDA: a work stream per engine, a device fusion buffer,
-// the scaling kernels of riseml_cuda and GpuCollectives for the reduction.
+// the scaling kernels of riseml_cuda and GpuCollectives for the reduction. Stream-ordered: the
+// work stream waits for the caller's ready events (never the CPU), a call returns once its work
+// is enqueued, and a watcher thread blocks on pooled completion events (blocking-sync, no
+// polling) to complete the handles. The engine thread checks NCCL's asynchronous errors and the
+// timeout of the oldest work in flight at every cycle (throw_if_failed), and aborts the NCCL
+// communicator then, which ends the kernels the watcher waits for.
 #include "device_path.hpp"
 
 #include <riseml/cuda/gpu_collectives.hpp>
@@ -8,13 +13,22 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <cstdlib>
+#include <deque>
+#include <map>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace riseml::engine {
 
 namespace {
+
+using Clock = std::chrono::steady_clock;
 
 void check(cudaError_t e, const char* what, int device) {
   if (e != cudaSuccess)
@@ -38,6 +52,68 @@ class DeviceScope {
   int previous_ = 0;
 };
 
+// Events are reused: creating one per call costs microseconds a small collective cannot spare.
+// One pool per (device, flags), alive for the process (events may outlive any engine).
+class EventPool {
+ public:
+  static EventPool& of(int device, unsigned flags) {
+    static std::mutex mutex;
+    static auto* pools = new std::map<std::pair<int, unsigned>, EventPool*>();  // never freed
+    std::lock_guard lock(mutex);
+    EventPool*& p = (*pools)[{device, flags}];
+    if (!p) p = new EventPool(device, flags);
+    return *p;
+  }
+
+  // An event of this pool, returned to it when the last owner lets go.
+  std::shared_ptr<CUevent_st> take() {
+    cudaEvent_t e = nullptr;
+    {
+      std::lock_guard lock(mutex_);
+      if (!free_.empty()) {
+        e = free_.back();
+        free_.pop_back();
+      }
+    }
+    if (!e) {
+      DeviceScope scope(device_);
+      check(cudaEventCreateWithFlags(&e, flags_), "cudaEventCreate", device_);
+    }
+    return std::shared_ptr<CUevent_st>(e, [this](cudaEvent_t done) {
+      std::lock_guard lock(mutex_);
+      free_.push_back(done);
+    });
+  }
+
+ private:
+  EventPool(int device, unsigned flags) : device_(device), flags_(flags) {}
+  int device_;
+  unsigned flags_;
+  std::mutex mutex_;
+  std::vector<cudaEvent_t> free_;
+};
+
+// The ready markers: cheap to record and wait on.
+constexpr unsigned kMarkerFlags = cudaEventDisableTiming;
+// Completion: the watcher sleeps in cudaEventSynchronize instead of spinning.
+constexpr unsigned kDoneFlags = cudaEventDisableTiming | cudaEventBlockingSync;
+
+class CudaEvent final : public DeviceEvent {
+ public:
+  CudaEvent(std::shared_ptr<CUevent_st> event, int device) : event_(std::move(event)), device_(device) {}
+  void order_stream_after(void* stream) const override {
+    DeviceScope scope(device_);
+    check(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), event_.get(), 0),
+          "cudaStreamWaitEvent", device_);
+  }
+  cudaEvent_t get() const { return event_.get(); }
+  int device() const { return device_; }
+
+ private:
+  std::shared_ptr<CUevent_st> event_;
+  int device_;
+};
+
 std::shared_ptr<void> device_alloc(std::size_t bytes, int device) {
   void* p = nullptr;
   if (bytes) check(cudaMalloc(&p, bytes), "cudaMalloc", device);
@@ -51,19 +127,38 @@ std::shared_ptr<void> device_alloc(std::size_t bytes, int device) {
   });
 }
 
+// A device result to `dst` on the caller's stream, after the work that made it.
+void copy_device_result(void* dst, const void* src, std::size_t bytes, void* stream,
+                        const DeviceEvent* after) {
+  if (bytes == 0) return;
+  auto s = static_cast<cudaStream_t>(stream);
+  if (after) after->order_stream_after(stream);
+  check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s), "cudaMemcpyAsync", -1);
+  // Complete before the source (the handle's buffer) may be freed.
+  check(cudaStreamSynchronize(s), "cudaStreamSynchronize", -1);
+}
+
 class CudaDevicePath final : public DevicePath {
  public:
-  CudaDevicePath(Communicator& cpu, const cuda::GpuOptions& options) {
+  CudaDevicePath(Communicator& cpu, const cuda::GpuOptions& options) : timeout_(options.timeout) {
+    DeviceScope scope(options.device);  // create() names it; the calling thread's stays
     gpu_ = std::make_unique<cuda::GpuCollectives>(cpu, options);
     device_ = gpu_->device();
-    check(cudaSetDevice(device_), "cudaSetDevice", device_);
     check(cudaStreamCreateWithFlags(&work_, cudaStreamNonBlocking), "cudaStreamCreate", device_);
+    watcher_ = std::thread([this] { watch(); });
   }
   ~CudaDevicePath() override {
     cudaSetDevice(device_);
     // The NCCL communicators first (bounded: their destructor aborts on a timeout), so that
-    // nothing on the work stream still waits for a collective that will never finish.
+    // nothing on the work stream still waits for a collective that will never finish; then
+    // the watcher completes what is left.
     gpu_.reset();
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    changed_.notify_all();
+    watcher_.join();
     if (work_) cudaStreamSynchronize(work_);
     fusion_.reset();
     if (work_) cudaStreamDestroy(work_);
@@ -71,7 +166,7 @@ class CudaDevicePath final : public DevicePath {
 
   void allreduce(std::span<const DeviceTensor> tensors, DataType type, ReduceOp op,
                  double prescale, double postscale) override {
-    check(cudaSetDevice(device_), "cudaSetDevice", device_);
+    DeviceScope scope(device_);  // any thread that runs a cycle calls; its device is kept
     std::size_t total = 0;
     for (const DeviceTensor& t : tensors) total += t.count;
     if (total == 0) return;
@@ -102,11 +197,10 @@ class CudaDevicePath final : public DevicePath {
       for_present_runs(tensors, esize, [&](std::byte* at, std::size_t n) {
         cuda::unpack(at, outputs_.data(), bytes_.data(), n, work_);
       }, buffer);
-    finish();
   }
 
   void broadcast(const DeviceTensor& t, DataType type, int root) override {
-    check(cudaSetDevice(device_), "cudaSetDevice", device_);
+    DeviceScope scope(device_);  // any thread that runs a cycle calls; its device is kept
     const std::size_t bytes = t.count * element_size(type);
     if (bytes == 0) return;
     void* buffer = t.output;
@@ -119,23 +213,102 @@ class CudaDevicePath final : public DevicePath {
               "cudaMemcpyAsync", device_);
     }
     gpu_->broadcast(buffer, t.count, type, root, work_);
-    finish();
   }
 
   std::shared_ptr<void> allgatherv(const DeviceTensor& t, std::span<const std::size_t> counts,
                                    DataType type) override {
-    check(cudaSetDevice(device_), "cudaSetDevice", device_);
+    DeviceScope scope(device_);  // any thread that runs a cycle calls; its device is kept
     std::size_t total = 0;
     for (std::size_t c : counts) total += c;
     auto out = device_alloc(total * element_size(type), device_);
     if (total == 0) return out;
     if (t.input) wait_ready(std::span(&t, 1));
     gpu_->allgatherv(t.input, out.get(), counts, type, work_);
-    finish();
     return out;
   }
 
+  std::shared_ptr<DeviceEvent> done_marker() override {
+    DeviceScope scope(device_);
+    auto event = EventPool::of(device_, kDoneFlags).take();
+    check(cudaEventRecord(event.get(), work_), "cudaEventRecord", device_);
+    return std::make_shared<CudaEvent>(std::move(event), device_);
+  }
+
+  void when_done(std::shared_ptr<DeviceEvent> marker, Completion done) override {
+    {
+      std::lock_guard lock(mutex_);
+      pending_.push_back(Pending{std::static_pointer_cast<CudaEvent>(std::move(marker)),
+                                 std::move(done), Clock::now()});
+    }
+    changed_.notify_all();
+  }
+
+  void throw_if_failed() override {
+    std::unique_lock lock(mutex_);
+    if (!failure_ && !pending_.empty()) {
+      // The oldest work in flight has waited since it was queued or since the work before it
+      // completed, whichever is later: a busy GPU is not a dead peer.
+      const auto since = std::max(pending_.front().queued, last_completed_);
+      std::string why;
+      if (gpu_ && !gpu_->healthy(&why)) {
+        fail(lock, CollectiveError(ErrorKind::peer_failed, "riseml engine: " + why));
+      } else if (Clock::now() - since > timeout_) {
+        fail(lock, CollectiveError(ErrorKind::timeout,
+                                   "riseml engine: a GPU collective did not complete within " +
+                                       std::to_string(timeout_.count()) +
+                                       " ms on CUDA device " + std::to_string(device_) +
+                                       " (a peer dead or stopped?)"));
+      }
+    }
+    if (failure_) throw *failure_;
+  }
+
+  void abandon(const CollectiveError& why) override {
+    std::unique_lock lock(mutex_);
+    if (!failure_ && !pending_.empty()) fail(lock, why);
+  }
+
+  ResultCopier result_copier() const override { return &copy_device_result; }
+
  private:
+  struct Pending {
+    std::shared_ptr<CudaEvent> event;
+    Completion done;
+    Clock::time_point queued;
+  };
+
+  // With mutex_ held: remember the failure and abort NCCL, which ends the kernels in flight so
+  // that the watcher's events complete (it then fails their handles with `error`).
+  void fail(std::unique_lock<std::mutex>&, CollectiveError error) {
+    failure_ = std::move(error);
+    if (gpu_) gpu_->abort(failure_->what());
+  }
+
+  void watch() {
+    cudaSetDevice(device_);
+    std::unique_lock lock(mutex_);
+    for (;;) {
+      changed_.wait(lock, [&] { return stopping_ || !pending_.empty(); });
+      if (pending_.empty()) return;
+      Pending p = pending_.front();  // stays queued: throw_if_failed times the oldest
+      lock.unlock();
+      const cudaError_t e = cudaEventSynchronize(p.event->get());
+      lock.lock();
+      pending_.pop_front();
+      last_completed_ = Clock::now();
+      std::optional<CollectiveError> error = failure_;
+      if (!error && e != cudaSuccess)
+        error = CollectiveError(ErrorKind::system, std::string("riseml engine: GPU work failed on "
+                                                               "CUDA device ") +
+                                                       std::to_string(device_) + ": " +
+                                                       cudaGetErrorString(e));
+      if (error && !failure_) failure_ = error;
+      lock.unlock();
+      p.done(error);
+      lock.lock();
+    }
+  }
+
   void wait_ready(std::span<const DeviceTensor> tensors) {
     for (const DeviceTensor& t : tensors)
       if (t.ready && *t.ready)
@@ -174,7 +347,7 @@ class CudaDevicePath final : public DevicePath {
 
   void* fusion(std::size_t bytes) {
     if (bytes > fusion_bytes_) {
-      // The old buffer may still be read by queued work: drain first.
+      // The old buffer may still be read by queued work: drain first (rare: it only grows).
       check(cudaStreamSynchronize(work_), "cudaStreamSynchronize", device_);
       fusion_ = device_alloc(bytes, device_);
       fusion_bytes_ = bytes;
@@ -182,11 +355,8 @@ class CudaDevicePath final : public DevicePath {
     return fusion_.get();
   }
 
-  // Local kernels only after the collective (which already waited with a timeout): they cannot
-  // hang on a peer.
-  void finish() { check(cudaStreamSynchronize(work_), "cudaStreamSynchronize", device_); }
-
   std::unique_ptr<cuda::GpuCollectives> gpu_;
+  std::chrono::milliseconds timeout_;
   int device_ = 0;
   cudaStream_t work_ = nullptr;
   std::shared_ptr<void> fusion_;
@@ -194,6 +364,14 @@ class CudaDevicePath final : public DevicePath {
   std::vector<const void*> inputs_;
   std::vector<void*> outputs_;
   std::vector<std::size_t> bytes_;
+  // Shared with the watcher.
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<Pending> pending_;
+  Clock::time_point last_completed_{};
+  std::optional<CollectiveError> failure_;
+  bool stopping_ = false;
+  std::thread watcher_;
 };
 
 }  // namespace
@@ -209,17 +387,14 @@ ReadyMarker mark_ready(int device, void* stream) {
                               (std::getenv("CUDA_VISIBLE_DEVICES") ? std::getenv("CUDA_VISIBLE_DEVICES") : "unset") +
                               ")");
   }
+  auto event = EventPool::of(device, kMarkerFlags).take();
   DeviceScope scope(device);
-  cudaEvent_t event = nullptr;
-  check(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreate", device);
-  ReadyMarker marker(static_cast<void*>(event), [](void* e) {
-    cudaEventDestroy(static_cast<cudaEvent_t>(e));
-  });
-  check(cudaEventRecord(event, static_cast<cudaStream_t>(stream)), "cudaEventRecord", device);
-  return marker;
+  check(cudaEventRecord(event.get(), static_cast<cudaStream_t>(stream)), "cudaEventRecord", device);
+  return std::static_pointer_cast<void>(event);
 }
 
 std::unique_ptr<DevicePath> DevicePath::create(Communicator& cpu, int device, const cuda::GpuOptions& options) {
+  if (options.host_standin) return make_host_standin_path(cpu);
   if (device < 0) {
     if (options.device >= 0) {
       device = options.device;
@@ -232,14 +407,6 @@ std::unique_ptr<DevicePath> DevicePath::create(Communicator& cpu, int device, co
   cuda::GpuOptions on_device = options;
   on_device.device = device;
   return std::make_unique<CudaDevicePath>(cpu, on_device);
-}
-
-void copy_device_to_device(void* dst, const void* src, std::size_t bytes, void* stream) {
-  if (bytes == 0) return;
-  auto s = static_cast<cudaStream_t>(stream);
-  check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s), "cudaMemcpyAsync", -1);
-  // Complete before the source (the handle's buffer) may be freed.
-  check(cudaStreamSynchronize(s), "cudaStreamSynchronize", -1);
 }
 
 }  // namespace riseml::engine

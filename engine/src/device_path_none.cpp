@@ -16,8 +16,10 @@ namespace {
 
 ReadyMarker mark_ready(int, void*) { refuse(); }
 
-std::unique_ptr<DevicePath> DevicePath::create(Communicator&, int, const cuda::GpuOptions&) { refuse(); }
+std::unique_ptr<DevicePath> DevicePath::create(Communicator& cpu, int, const cuda::GpuOptions& options) {
+  if (options.host_standin) return make_host_standin_path(cpu);
+  refuse();
+}
 
-void copy_device_to_device(void*, const void*, std::size_t, void*) { refuse(); }
 
 }  // namespace riseml::engine

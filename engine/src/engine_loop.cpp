@@ -85,8 +85,10 @@ Handle EngineLoop::enqueue(Request request) {
   // Device tensors: remember where the caller's stream is now (on the caller's thread).
   ReadyMarker ready;
   const int device = request.tensors.empty() ? -1 : request.tensors.front().device;
-  if (device >= 0) ready = mark_ready(device, request.stream);
+  if (device >= 0 && !options_.gpu.host_standin) ready = mark_ready(device, request.stream);
   auto handle = std::make_shared<HandleState>();
+  handle->on_device = device >= 0;
+  handle->stream = request.stream;
   handle->census = stalls_.census();
   handle->runner = runner_;
   queue_.submit(std::move(request), handle, std::move(ready));
@@ -129,7 +131,13 @@ void EngineLoop::run() {
     run_one_cycle();
   }
   lock.unlock();
-  executor_.release_device();  // NCCL teardown here, while the peers' engines end too
+  // NCCL teardown here, while the peers' engines end too; after a failure without waiting.
+  std::optional<CollectiveError> failure;
+  if (queue_.stopped_by_failure())
+    failure = CollectiveError(ErrorKind::aborted,
+                              "riseml: the engine stopped after an error with GPU work in flight "
+                              "(its results are not valid)");
+  executor_.release_device(failure);
   timeline_.close();
 }
 
@@ -154,15 +162,15 @@ bool EngineLoop::run_one_cycle() {
 }
 
 void EngineLoop::run_cycles_until_done(HandleState& handle) {
-  // Device tensors stay with the engine thread: its CUDA streams and NCCL communicator were
-  // made there, and GPU collectives are long enough for a wake-up not to matter.
-  if (queue_.gpu_device() >= 0) return;
-  while (!ended_ && !handle.is_done()) {
+  // Device work too: the path sets its device around every call and its NCCL communicator is
+  // used by one thread at a time (the runner's mutex); the cycle only enqueues, so the waiter
+  // stops once the work is queued (settled), and the path's watcher completes it.
+  while (!ended_ && !handle.is_settled()) {
     if (!idle_) {
       const auto next = next_cycle_due();
       // This thread holds the runner: the wait may look at the links.
       wait_between_cycles(next, negotiator_.awaits(rank_), nullptr);
-      if (handle.is_done()) break;  // failed by a shutdown meanwhile
+      if (handle.is_settled()) break;  // failed by a shutdown meanwhile
     }
     if (!run_one_cycle()) break;
   }
@@ -250,6 +258,9 @@ bool EngineLoop::cycle() {
     if (g == nullptr || is_ready(*g, joined)) continue;
     finisher_.finish(*g, CollectiveError(ErrorKind::timeout, v.message));
   }
+
+  // Device work that completed meanwhile (its timeline events), or failed (this throws).
+  executor_.collect_device_completions();
 
   // 4. Ready everywhere: check agreement, then run (allreduces fused first, then the others).
   std::vector<TableEntry*> allreduces, others;

@@ -10,6 +10,7 @@
 #include "strategy.hpp"
 
 #include <cstddef>
+#include <optional>
 #include <vector>
 
 namespace riseml::engine {
@@ -25,7 +26,11 @@ class Executor {
   void run_allreduces(const std::vector<TableEntry*>& entries, Clock::time_point ready_at);
   void run_other(TableEntry& entry, Clock::time_point ready_at);
   // Tears down the device path (NCCL): at the end of the engine thread, while the peers' end.
-  void release_device() { device_.release(); }
+  // `failed`: the engine stopped after this error (the device work in flight fails with it).
+  void release_device(const std::optional<CollectiveError>& failed) { device_.release(failed); }
+  // The device work completed since the last cycle: its timeline events; throws the GPU path's
+  // asynchronous failure (the engine then stops).
+  void collect_device_completions() { device_.collect_completions(); }
 
  private:
   // Tensors of at most this many bytes run before the others of their cycle.

@@ -5,6 +5,18 @@
 namespace riseml::engine {
 
 void Finisher::finish(TableEntry& g, const std::optional<CollectiveError>& error) {
+  std::shared_ptr<HandleState> h = end_entry(g, error.has_value());
+  if (h) {
+    if (error)
+      h->fail(*error);
+    else
+      h->complete();
+  }
+}
+
+std::shared_ptr<HandleState> Finisher::finish_deferred(TableEntry& g) { return end_entry(g, false); }
+
+std::shared_ptr<HandleState> Finisher::end_entry(TableEntry& g, bool failed) {
   std::shared_ptr<HandleState> h;
   // Only this rank's part of the entry: a request of the same name that this rank has not sent
   // yet (still incoming) is another submission, which the next cycle negotiates on its own.
@@ -12,16 +24,11 @@ void Finisher::finish(TableEntry& g, const std::optional<CollectiveError>& error
   const TensorMeta* ref = nullptr;
   for (const auto& m : g.metas)
     if (m) ref = &*m;
-  if (!error && ref && ref->kind != OpKind::barrier)  // remember it: next time 4 bytes
+  if (!failed && ref && ref->kind != OpKind::barrier)  // remember it: next time 4 bytes
     negotiator_.cache().remember(g.name, g.metas);
   negotiator_.table().close(g.name);
   g.metas.clear();  // marks it finished; erased from the table after this cycle
-  if (h) {
-    if (error)
-      h->fail(*error);
-    else
-      h->complete();
-  }
+  return h;
 }
 
 }  // namespace riseml::engine

@@ -10,6 +10,7 @@
 
 #include <riseml/collective_error.hpp>
 
+#include <memory>
 #include <optional>
 
 namespace riseml::engine {
@@ -20,8 +21,14 @@ class Finisher {
       : rank_(rank), queue_(queue), negotiator_(negotiator) {}
 
   void finish(TableEntry& entry, const std::optional<CollectiveError>& error = std::nullopt);
+  // As a success, but this rank's handle is returned instead of completed (null if this rank
+  // has none): device work, complete when the device gets there.
+  std::shared_ptr<HandleState> finish_deferred(TableEntry& entry);
 
  private:
+  // The bookkeeping of both: this rank's handle, out of the queue.
+  std::shared_ptr<HandleState> end_entry(TableEntry& entry, bool failed);
+
   int rank_;
   TensorQueue& queue_;
   Negotiator& negotiator_;

@@ -33,6 +33,24 @@ void Handle::wait() const {
   if (s.error) throw *s.error;
 }
 
+void Handle::wait_stream_ordered() const {
+  HandleState& s = checked(state_);
+  if (!s.on_device) return wait();
+  if (s.runner && !s.is_settled()) help_run_cycles(*s.runner, s);
+  std::shared_ptr<DeviceEvent> done_at;
+  {
+    std::unique_lock lock(s.mutex);
+    if (!s.done && !s.enqueued) {
+      if (s.census) s.census->waiting.fetch_add(1);
+      s.done_changed.wait(lock, [&] { return s.done || s.enqueued; });
+      if (s.census) s.census->waiting.fetch_sub(1);
+    }
+    if (s.error) throw *s.error;
+    if (!s.done) done_at = s.device_done;
+  }
+  if (done_at) done_at->order_stream_after(s.stream);
+}
+
 const std::vector<std::byte>& Handle::allgather_output() const { return output(0); }
 
 std::size_t Handle::allgather_output_bytes() const {
@@ -67,7 +85,8 @@ void Handle::copy_allgather_output(void* dst, void* stream) const {
   wait();
   const HandleState& s = *state_;
   if (s.device_output) {
-    copy_device_to_device(dst, s.device_output.get(), s.device_output_bytes, stream);
+    if (s.copy_result)
+      s.copy_result(dst, s.device_output.get(), s.device_output_bytes, stream, s.device_done.get());
   } else if (!s.outputs.empty() && !s.outputs[0].empty()) {
     std::memcpy(dst, s.outputs[0].data(), s.outputs[0].size());
   }

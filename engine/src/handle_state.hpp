@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cycle_runner.hpp"
+#include "device_path.hpp"
 #include "wait_census.hpp"
 
 namespace riseml::engine {
@@ -28,6 +29,13 @@ struct HandleState {
   std::shared_ptr<void> device_output;  // allgather of device tensors (freed with the state)
   std::size_t device_output_bytes = 0;
   int join_result = -1;
+  // Device work: the caller's stream (Request::stream); once the engine enqueued the work,
+  // `enqueued` and the point after it on the device. done comes later, from the path's watcher.
+  bool on_device = false;
+  void* stream = nullptr;
+  bool enqueued = false;
+  std::shared_ptr<DeviceEvent> device_done;
+  DevicePath::ResultCopier copy_result = nullptr;  // device_output's copier
   // The engine's census: waits on this handle and its finishing are counted there.
   std::shared_ptr<WaitCensus> census;
   // A thread that waits on this handle runs the engine's cycles itself when it may.
@@ -36,6 +44,20 @@ struct HandleState {
   bool is_done() {
     std::lock_guard lock(mutex);
     return done;
+  }
+  // Done, or (device work) enqueued: nothing is left for a thread that runs cycles to do.
+  bool is_settled() {
+    std::lock_guard lock(mutex);
+    return done || enqueued;
+  }
+
+  void mark_enqueued(std::shared_ptr<DeviceEvent> done_at) {
+    {
+      std::lock_guard lock(mutex);
+      device_done = std::move(done_at);
+      enqueued = true;
+    }
+    done_changed.notify_all();
   }
 
   void complete() {

@@ -22,6 +22,29 @@ void apply_equal_split(Request& request, int rank, int size) {
   request.splits.assign(static_cast<std::size_t>(size), rows / size);
 }
 
+std::string device_refusal(OpKind kind, DataType type, bool adasum) {
+  switch (kind) {
+    case OpKind::allreduce:
+      if (adasum) return "Adasum of GPU tensors is not supported; reduce host tensors";
+      if (type == DataType::int16 || type == DataType::boolean)
+        return "a reduction of " + std::string(to_string(type)) +
+               " GPU tensors is not supported (NCCL has no such type); reduce a host tensor "
+               "or cast to int32 / uint8";
+      return "";
+    case OpKind::reducescatter:
+    case OpKind::alltoall:
+      return std::string(kind_name(kind)) +
+             " of GPU tensors is not an engine operation; pass host tensors (riseml.torch "
+             "runs it on the GPU through an allreduce, or through host memory)";
+    case OpKind::broadcast:
+    case OpKind::allgather:
+    case OpKind::barrier:
+    case OpKind::join:
+      return "";
+  }
+  return "";
+}
+
 void check_request(const Request& r, int rank, int size) {
   auto bad = [&](const std::string& what) {
     throw CollectiveError(ErrorKind::invalid_argument,
@@ -33,11 +56,6 @@ void check_request(const Request& r, int rank, int size) {
       if (r.tensors.empty()) bad("no tensors given");
       if (r.adasum && !is_floating_point(r.dtype))
         bad("Adasum needs floating point tensors, not " + std::string(to_string(r.dtype)));
-      if (r.adasum && r.tensors.front().device >= 0)
-        bad("Adasum of GPU tensors is not supported; reduce host tensors");
-      if ((r.prescale != 1.0 || r.postscale != 1.0) && !is_floating_point(r.dtype) &&
-          r.tensors.front().device >= 0)
-        bad("prescale/postscale of integer GPU tensors are not supported; scale host tensors");
       break;
     case OpKind::reducescatter:
       if (r.tensors.empty()) bad("no tensors given");
@@ -77,6 +95,8 @@ void check_request(const Request& r, int rank, int size) {
     case OpKind::join: return;
   }
   if (r.name.empty()) bad("a name is required");
+  if (!r.tensors.empty() && r.tensors.front().device >= 0)
+    if (std::string why = device_refusal(r.kind, r.dtype, r.adasum); !why.empty()) bad(why);
   for (const TensorArg& t : r.tensors) {
     if (t.device != r.tensors.front().device)
       bad("tensors on different devices (" + std::to_string(r.tensors.front().device) + " and " +

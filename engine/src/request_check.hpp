@@ -5,6 +5,8 @@
 
 #include <riseml/engine/engine.hpp>
 
+#include <string>
+
 namespace riseml::engine {
 
 // An alltoall without splits gets the equal split; throws CollectiveError(invalid_argument)
@@ -14,5 +16,11 @@ void apply_equal_split(Request& request, int rank, int size);
 // Throws CollectiveError(invalid_argument) naming the operation, the tensor, `rank` and what is
 // wrong (no tensors, null buffers, a bad root or splits, ...).
 void check_request(const Request& request, int rank, int size);
+
+// What the GPU path cannot do with device tensors of this kind and type (empty: it can).
+// Reductions need an NCCL type (no 16-bit integers, no booleans); broadcast and allgather move
+// bytes and take every type; Adasum, reducescatter and alltoall of device tensors are not
+// engine operations (riseml.torch runs them through the allreduce or host memory).
+std::string device_refusal(OpKind kind, DataType type, bool adasum);
 
 }  // namespace riseml::engine

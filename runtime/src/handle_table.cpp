@@ -51,7 +51,9 @@ CompletedOperation HandleTable::wait(HandleId id) {
     return node;
   };
   try {
-    handle.wait();
+    // Device work: done for the caller once its stream is ordered after it (stream-ordered, as
+    // torch's nccl backend); host work: complete.
+    handle.wait_stream_ordered();
   } catch (...) {
     auto failed = take(false);
     throw;

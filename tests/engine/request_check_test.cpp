@@ -71,11 +71,38 @@ TEST(RequestCheck, AdasumAndScalingLimits) {
   r.adasum = false;
   r.dtype = DataType::int64;
   r.prescale = 2.0;
-  EXPECT_EQ(refusal(r),
-            "riseml: allreduce 'w' on rank 1: prescale/postscale of integer GPU tensors are not "
-            "supported; scale host tensors");
-  r.tensors[0].device = -1;  // on the host it is done in double
+  EXPECT_EQ(refusal(r), "");  // integers scale in double on the GPU too (Horovod's rule)
+  r.tensors[0].device = -1;
   EXPECT_EQ(refusal(r), "");
+}
+
+// The GPU path's type rules: reductions need an NCCL type; broadcast and allgather move bytes.
+TEST(RequestCheck, GpuTypeRules) {
+  for (DataType t : {DataType::int16, DataType::boolean}) {
+    Request r = allreduce();
+    r.dtype = t;
+    r.tensors[0].device = 0;
+    EXPECT_EQ(refusal(r), "riseml: allreduce 'w' on rank 1: a reduction of " + std::string(to_string(t)) +
+                              " GPU tensors is not supported (NCCL has no such type); reduce a "
+                              "host tensor or cast to int32 / uint8");
+    r.tensors[0].device = -1;
+    EXPECT_EQ(refusal(r), "");
+    r.tensors[0].device = 0;
+    r.kind = OpKind::broadcast;
+    EXPECT_EQ(refusal(r), "");
+    r.kind = OpKind::allgather;
+    r.tensors[0].output = nullptr;
+    EXPECT_EQ(refusal(r), "");
+  }
+  Request r = allreduce();
+  r.kind = OpKind::reducescatter;
+  r.tensors[0].device = 0;
+  EXPECT_NE(refusal(r).find("reducescatter of GPU tensors is not an engine operation"),
+            std::string::npos)
+      << refusal(r);
+  EXPECT_EQ(device_refusal(OpKind::alltoall, DataType::float32, false),
+            "alltoall of GPU tensors is not an engine operation; pass host tensors (riseml.torch "
+            "runs it on the GPU through an allreduce, or through host memory)");
 }
 
 TEST(RequestCheck, BroadcastRoot) {

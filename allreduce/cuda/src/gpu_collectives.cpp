@@ -150,11 +150,12 @@ void GpuCollectives::allreduce(void* buffer, std::size_t count, DataType type, R
     s.through_host(tail, split.remainder * esize, [&](std::byte* host) {
       s.cpu.cross_host_allreduce(host, host, split.remainder, type, reduce);
     });
-    // 3. Inside the host again: every local rank gets every shard.
-    if (split.shard) nccl.allgather(mine, base, split.shard, type, nccl.stream());
+    // 3. Inside the host again: every local rank gets every shard (on `stream`'s order: the
+    // copy back from the host above is on the NCCL stream before it).
+    if (split.shard) nccl.allgather(mine, base, split.shard, type, stream);
   }
-  if (op == ReduceOp::average) divide(type, buffer, count, s.cpu.size(), nccl.stream());
-  nccl.synchronize();
+  // After the collective on `stream` (NcclCommunicator orders the caller's stream after it).
+  if (op == ReduceOp::average) divide(type, buffer, count, s.cpu.size(), stream);
 }
 
 void GpuCollectives::broadcast(void* buffer, std::size_t count, DataType type, int root,
@@ -167,8 +168,8 @@ void GpuCollectives::broadcast(void* buffer, std::size_t count, DataType type, i
     s.check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
     s.through_host(buffer, count * element_size(type),
                    [&](std::byte* host) { s.cpu.broadcast(host, count, type, root); });
+    s.nccl->synchronize();  // the copy back is on the NCCL stream, not on `stream`
   }
-  s.nccl->synchronize();
 }
 
 void GpuCollectives::allgatherv(const void* in, void* out, std::span<const std::size_t> counts,
@@ -201,8 +202,12 @@ void GpuCollectives::allgatherv(const void* in, void* out, std::span<const std::
       std::vector<std::byte> rows(host + before * esize, host + (before + mine) * esize);
       s.cpu.allgatherv(rows.data(), host, counts, type);
     });
+    s.nccl->synchronize();  // the copy back is on the NCCL stream, not on `stream`
   }
-  s.nccl->synchronize();
 }
+
+bool GpuCollectives::healthy(std::string* why) const { return state_->nccl->healthy(why); }
+
+void GpuCollectives::abort(const std::string& reason) { state_->nccl->abort(reason); }
 
 }  // namespace riseml::cuda

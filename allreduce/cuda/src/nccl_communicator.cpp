@@ -87,6 +87,7 @@ struct NcclCommunicator::State {
   bool pending = false;
   bool in_group = false;  // between ncclGroupStart and ncclGroupEnd
   bool failed = false;
+  std::string abort_reason;  // why abort() was called, for later calls
 
   std::string where() const {
     return "rank " + std::to_string(rank) + " of " + std::to_string(size) + " (host " + host +
@@ -149,7 +150,8 @@ struct NcclCommunicator::State {
   void begin(cudaStream_t caller) {
     if (failed)
       throw CollectiveError(ErrorKind::aborted,
-                            "riseml nccl: the communicator failed earlier on " + where());
+                            "riseml nccl: the communicator failed earlier on " + where() +
+                                (abort_reason.empty() ? "" : ": " + abort_reason));
     check_cuda(cudaSetDevice(device), "cudaSetDevice");
     if (!pending) {
       check_cuda(cudaEventRecord(caller_ready, caller), "cudaEventRecord");
@@ -371,6 +373,31 @@ void NcclCommunicator::synchronize() {
   if (s.pending) poll([&] { return cudaEventQuery(s.caller_ready); }, "cudaEventQuery", false);
   poll([&] { return cudaStreamQuery(s.stream); }, "cudaStreamQuery", true);
   s.pending = false;
+}
+
+bool NcclCommunicator::healthy(std::string* why) const {
+  const State& s = *state_;
+  if (s.failed || s.comm == nullptr) {
+    if (why) *why = "the communicator failed earlier on " + s.where();
+    return false;
+  }
+  ncclResult_t state = ncclSuccess;
+  const ncclResult_t r = ncclCommGetAsyncError(s.comm, &state);
+  if (r == ncclSuccess && (state == ncclSuccess || state == ncclInProgress)) return true;
+  if (why)
+    *why = "NCCL collective failed: " + s.nccl_error(r != ncclSuccess ? r : state) + " on " +
+           s.where() + "; " + nccl_environment();
+  return false;
+}
+
+void NcclCommunicator::abort(const std::string& reason) {
+  State& s = *state_;
+  s.failed = true;
+  s.abort_reason = reason;
+  if (s.comm) {
+    ncclCommAbort(s.comm);
+    s.comm = nullptr;
+  }
 }
 
 }  // namespace riseml::cuda

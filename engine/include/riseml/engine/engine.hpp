@@ -73,6 +73,12 @@ class Handle {
   bool poll() const;
   // Blocks until the operation completed; throws its CollectiveError if it failed.
   void wait() const;
+  // Device tensors: returns once the work is queued on the GPU and the stream the request named
+  // (Request::stream) is ordered after it, without waiting for the device (as torch's nccl
+  // backend makes the current stream wait); throws the error if it failed by then. A failure
+  // seen later (a peer's, a timeout) fails the engine's next operation on every rank. Host
+  // tensors: wait().
+  void wait_stream_ordered() const;
 
   // allgather: the gathered bytes and their shape (first dimension summed over ranks). For
   // device tensors the bytes stay on the device: allgather_output() is empty, and

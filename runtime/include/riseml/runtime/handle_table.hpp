@@ -40,8 +40,9 @@ class HandleTable {
   // is not in the table.
   bool poll(HandleId id) const;
 
-  // Blocks until the operation completed and takes it out of the table; rethrows its
-  // CollectiveError (the entry is gone then too). Throws CollectiveError(invalid_argument) for
+  // Blocks until the operation completed (device tensors: until its work is queued on the GPU
+  // and the request's stream is ordered after it, Handle::wait_stream_ordered) and takes it out
+  // of the table; rethrows its CollectiveError (the entry is gone then too). Throws CollectiveError(invalid_argument) for
   // an id that is not in the table (never given, or already waited for).
   CompletedOperation wait(HandleId id);
 

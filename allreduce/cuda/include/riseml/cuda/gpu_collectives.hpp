@@ -5,8 +5,11 @@
 //                 index, each carrying 1/L of the data: for clusters where NCCL's network plugin
 //                 is unavailable or slower than our TCP.
 // The NCCL unique ids travel over the CPU communicator, so no rendezvous is needed after it.
-// Every call blocks until the result is in place (bounded by the timeout; a dead peer aborts
-// the NCCL communicators and throws CollectiveError), after the work already on `stream`.
+// Every call runs after the work already on `stream`, and the work queued on `stream` after it
+// runs after the result is in place. Flat: a call returns once enqueued (stream-ordered; the
+// caller watches for failures with healthy() and abort()). Hierarchical: the CPU step between
+// hosts waits for the device (bounded by the timeout; a dead peer aborts the NCCL
+// communicators and throws CollectiveError).
 // Only in a build with CUDA (RISEML_HAVE_CUDA).
 #pragma once
 
@@ -54,6 +57,10 @@ class GpuCollectives {
   // out = in of rank 0 (counts[0] elements), in of rank 1, ...
   void allgatherv(const void* in, void* out, std::span<const std::size_t> counts, DataType type,
                   cudaStream_t stream);
+
+  // NcclCommunicator::healthy / abort of this rank's communicator.
+  bool healthy(std::string* why) const;
+  void abort(const std::string& reason);
 
  private:
   struct State;

@@ -17,6 +17,11 @@ struct GpuOptions {
   int device = -1;
   // How long a collective may wait for a peer: the CPU communicator's (RISEML_TIMEOUT_S).
   std::chrono::milliseconds timeout = std::chrono::seconds(60);
+  // Tests only (CTest label gpu_host): the engine's GPU path runs on a host-memory stand-in of
+  // the device: "device" pointers are host memory, reduced over the CPU communicator with the
+  // GPU path's rules (dtypes, scaling, fusion, deferred completion). Never read from the
+  // environment.
+  bool host_standin = false;
 
   // The variables above but RISEML_TIMEOUT_S (the caller copies its communicator's timeout).
   // Throws CollectiveError(invalid_argument) naming the variable on a malformed value.

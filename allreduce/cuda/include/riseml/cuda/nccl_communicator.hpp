@@ -81,6 +81,13 @@ class NcclCommunicator {
   // an NCCL error aborts the communicator and throws.
   void synchronize();
 
+  // For a watchdog that does not wait (the engine's GPU path): false, with the reason in `why`,
+  // when NCCL reports an asynchronous error (a peer failed) or the communicator failed before.
+  bool healthy(std::string* why) const;
+  // Aborts the communicator: NCCL's kernels in flight end (their results are garbage) and every
+  // later call throws ErrorKind::aborted with `reason`.
+  void abort(const std::string& reason);
+
  private:
   struct State;
   std::unique_ptr<State> state_;

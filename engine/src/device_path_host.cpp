@@ -1,0 +1,140 @@
+// The host-memory stand-in of the GPU path (GpuOptions::host_standin, tests only): "device"
+// pointers are host memory; the fused allreduce packs, scales (scale_copy: the rules the CUDA
+// kernels follow, 16-bit floats in float32), reduces over the CPU communicator and unpacks, as
+// device_path_cuda.cpp does on the GPU. Completion is deferred to a watcher thread, as there,
+// so the engine's deferred completion, per-call errors and ordering run in CI without a GPU.
+#include "device_path.hpp"
+#include "scaling.hpp"
+
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace riseml::engine {
+
+namespace {
+
+// A point that is always passed: the stand-in's work is done when the call returns.
+class PassedEvent final : public DeviceEvent {
+ public:
+  void order_stream_after(void*) const override {}
+};
+
+void copy_host_result(void* dst, const void* src, std::size_t bytes, void*, const DeviceEvent*) {
+  if (bytes) std::memcpy(dst, src, bytes);
+}
+
+class HostStandinPath final : public DevicePath {
+ public:
+  explicit HostStandinPath(Communicator& cpu) : cpu_(cpu), watcher_([this] { watch(); }) {}
+  ~HostStandinPath() override {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    changed_.notify_all();
+    watcher_.join();
+  }
+
+  void allreduce(std::span<const DeviceTensor> tensors, DataType type, ReduceOp op,
+                 double prescale, double postscale) override {
+    std::size_t total = 0;
+    for (const DeviceTensor& t : tensors) total += t.count;
+    if (total == 0) return;
+    const std::size_t esize = element_size(type);
+    fusion_.assign(total * esize, std::byte{0});  // a joined rank's share stays zero
+    std::size_t offset = 0;
+    for (const DeviceTensor& t : tensors) {
+      if (t.input) scale_copy(t.input, fusion_.data() + offset, t.count, type, prescale);
+      offset += t.count * esize;
+    }
+    cpu_.allreduce(fusion_.data(), fusion_.data(), total, type, op);
+    offset = 0;
+    for (const DeviceTensor& t : tensors) {
+      if (t.output) scale_copy(fusion_.data() + offset, t.output, t.count, type, postscale);
+      offset += t.count * esize;
+    }
+  }
+
+  void broadcast(const DeviceTensor& t, DataType type, int root) override {
+    const std::size_t bytes = t.count * element_size(type);
+    if (bytes == 0) return;
+    if (t.input == nullptr) {
+      fusion_.resize(bytes);
+      cpu_.broadcast(fusion_.data(), bytes, DataType::uint8, root);
+      return;
+    }
+    if (t.input != t.output) std::memmove(t.output, t.input, bytes);
+    cpu_.broadcast(t.output, bytes, DataType::uint8, root);
+  }
+
+  std::shared_ptr<void> allgatherv(const DeviceTensor& t, std::span<const std::size_t> counts,
+                                   DataType type) override {
+    const std::size_t esize = element_size(type);
+    std::size_t total = 0;
+    std::vector<std::size_t> bytes;
+    for (std::size_t c : counts) {
+      total += c * esize;
+      bytes.push_back(c * esize);
+    }
+    auto out = std::shared_ptr<std::byte[]>(new std::byte[total ? total : 1]);
+    cpu_.allgatherv(t.input, out.get(), bytes, DataType::uint8);
+    return std::shared_ptr<void>(out, out.get());
+  }
+
+  std::shared_ptr<DeviceEvent> done_marker() override { return std::make_shared<PassedEvent>(); }
+
+  void when_done(std::shared_ptr<DeviceEvent>, Completion done) override {
+    {
+      std::lock_guard lock(mutex_);
+      pending_.push_back(std::move(done));
+    }
+    changed_.notify_all();
+  }
+
+  void throw_if_failed() override {}
+
+  void abandon(const CollectiveError& why) override {
+    std::lock_guard lock(mutex_);
+    abandoned_ = why;
+  }
+
+  ResultCopier result_copier() const override { return &copy_host_result; }
+
+ private:
+  // Completes the work in order, off the engine thread, as the CUDA path's watcher does.
+  void watch() {
+    std::unique_lock lock(mutex_);
+    for (;;) {
+      changed_.wait(lock, [&] { return stopping_ || !pending_.empty(); });
+      if (pending_.empty()) return;  // stopping, nothing left
+      Completion done = std::move(pending_.front());
+      pending_.pop_front();
+      const std::optional<CollectiveError> error = abandoned_;
+      lock.unlock();
+      done(error);
+      lock.lock();
+    }
+  }
+
+  Communicator& cpu_;
+  std::vector<std::byte> fusion_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<Completion> pending_;
+  bool stopping_ = false;
+  std::optional<CollectiveError> abandoned_;
+  std::thread watcher_;
+};
+
+}  // namespace
+
+std::unique_ptr<DevicePath> make_host_standin_path(Communicator& cpu) {
+  return std::make_unique<HostStandinPath>(cpu);
+}
+
+}  // namespace riseml::engine

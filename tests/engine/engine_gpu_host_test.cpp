@@ -1,0 +1,255 @@
+// The engine's GPU path on the host-memory stand-in (GpuOptions::host_standin; CTest label
+// gpu_host): requests name CUDA device 0, their pointers are host memory, and the device
+// strategy runs as on a GPU (type rules, scaling, fusion, joined ranks' zeros, completion
+// deferred to the path's watcher thread), with the CPU communicator in place of NCCL. So CI
+// checks the GPU path's logic on every build; tests/cuda runs the same on a real GPU.
+#include "scaling.hpp"
+
+#include <riseml/half_float.hpp>
+
+#include <riseml/engine/engine.hpp>
+#include <riseml/in_memory_rendezvous.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace riseml::engine {
+namespace {
+
+constexpr int kDevice = 0;
+
+EngineOptions standin() {
+  EngineOptions o;
+  o.gpu.host_standin = true;
+  o.cycle_time = std::chrono::microseconds(200);
+  return o;
+}
+
+void run_ranks(int n, const std::function<void(Engine&, int)>& body,
+               const std::function<EngineOptions(int)>& options_for = [](int) { return standin(); }) {
+  auto hub = std::make_shared<InMemoryRendezvousHub>(n);
+  std::vector<std::string> errors(static_cast<std::size_t>(n));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        InMemoryRendezvous rendezvous(hub, r);
+        CommunicatorOptions c;
+        c.transport = TransportChoice::inproc;
+        c.timeout = std::chrono::seconds(20);
+        Engine engine(rendezvous, c, options_for(r));
+        body(engine, r);
+      } catch (const std::exception& e) {
+        errors[static_cast<std::size_t>(r)] = e.what();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < n; ++r) EXPECT_EQ(errors[static_cast<std::size_t>(r)], "") << "rank " << r;
+}
+
+Request device_request(OpKind kind, std::string name, DataType type) {
+  Request r;
+  r.kind = kind;
+  r.name = std::move(name);
+  r.dtype = type;
+  return r;
+}
+
+void add_tensor(Request& r, const void* in, void* out, std::vector<std::int64_t> shape) {
+  r.tensors.push_back({in, out, std::move(shape), kDevice});
+}
+
+std::vector<float> pattern(int rank, std::size_t n, int salt) {
+  std::vector<float> v(n);
+  for (std::size_t i = 0; i < n; ++i)
+    v[i] = static_cast<float>((static_cast<int>(i) * 7 + salt * 13 + rank * 3) % 29) - 14.0f;
+  return v;
+}
+
+// The error enqueue() or wait() throws, "" when it succeeds.
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const CollectiveError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// A call the GPU path refuses fails that call alone: the engine goes on, 100 calls after it
+// complete with the right results on every rank.
+TEST(EngineGpuHost, ARefusedCallFailsAloneAndAHundredGoodOnesFollow) {
+  run_ranks(2, [](Engine& e, int rank) {
+    std::vector<std::int16_t> shorts(8, 1);
+    Request bad = device_request(OpKind::allreduce, "shorts", DataType::int16);
+    add_tensor(bad, shorts.data(), shorts.data(), {8});
+    const std::string why = error_of([&] { e.enqueue(bad).wait(); });
+    EXPECT_NE(why.find("a reduction of int16 GPU tensors is not supported"), std::string::npos) << why;
+    std::vector<std::uint8_t> flags(4, 1);
+    Request bools = device_request(OpKind::allreduce, "flags", DataType::boolean);
+    add_tensor(bools, flags.data(), flags.data(), {4});
+    EXPECT_NE(error_of([&] { e.enqueue(bools).wait(); }).find("a reduction of bool"), std::string::npos);
+    Request scatter = device_request(OpKind::reducescatter, "scatter", DataType::float32);
+    std::vector<float> rows(8, 1.0f), mine(4);
+    add_tensor(scatter, rows.data(), mine.data(), {8});
+    EXPECT_NE(error_of([&] { e.enqueue(scatter).wait(); }).find("not an engine operation"),
+              std::string::npos);
+    for (int i = 0; i < 100; ++i) {
+      std::vector<float> x = pattern(rank, 33, i), y = pattern(rank, 5, i + 1000);
+      Request r = device_request(OpKind::allreduce, "good", DataType::float32);
+      add_tensor(r, x.data(), x.data(), {33});
+      add_tensor(r, y.data(), y.data(), {5});
+      e.enqueue(r).wait();
+      const auto x0 = pattern(0, 33, i), x1 = pattern(1, 33, i);
+      for (std::size_t k = 0; k < 33; ++k) ASSERT_EQ(x[k], x0[k] + x1[k]) << "call " << i;
+      const auto y0 = pattern(0, 5, i + 1000), y1 = pattern(1, 5, i + 1000);
+      for (std::size_t k = 0; k < 5; ++k) ASSERT_EQ(y[k], y0[k] + y1[k]) << "call " << i;
+    }
+    EXPECT_FALSE(e.stopped());
+    e.barrier().wait();  // no rank shuts its engine down before the other has looked
+  });
+}
+
+// Broadcast and allgather move bytes: every type goes, those NCCL cannot reduce too.
+TEST(EngineGpuHost, BroadcastAndAllgatherMoveEveryTypeAsBytes) {
+  run_ranks(3, [](Engine& e, int rank) {
+    for (DataType type : {DataType::int16, DataType::boolean, DataType::float16,
+                          DataType::float64, DataType::int8}) {
+      const std::size_t esize = element_size(type);
+      const std::string tag(to_string(type));
+      // Broadcast from rank 2: 17 elements.
+      std::vector<std::uint8_t> b(17 * esize);
+      for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<std::uint8_t>(i * 3 + rank);
+      Request br = device_request(OpKind::broadcast, "b." + tag, type);
+      br.root = 2;
+      add_tensor(br, b.data(), b.data(), {17});
+      e.enqueue(br).wait();
+      for (std::size_t i = 0; i < b.size(); ++i)
+        ASSERT_EQ(b[i], static_cast<std::uint8_t>(i * 3 + 2)) << tag << " byte " << i;
+      // Allgather: rank r gives r + 1 rows of 3 elements.
+      const std::size_t rows = static_cast<std::size_t>(rank) + 1;
+      std::vector<std::uint8_t> mine(rows * 3 * esize, static_cast<std::uint8_t>(rank + 1));
+      Request ag = device_request(OpKind::allgather, "g." + tag, type);
+      add_tensor(ag, mine.data(), nullptr, {static_cast<std::int64_t>(rows), 3});
+      Handle h = e.enqueue(ag);
+      EXPECT_EQ(h.output_shape(), (std::vector<std::int64_t>{6, 3})) << tag;
+      ASSERT_EQ(h.allgather_output_bytes(), 6 * 3 * esize) << tag;
+      std::vector<std::uint8_t> all(6 * 3 * esize);
+      h.copy_allgather_output(all.data());
+      std::size_t at = 0;
+      for (int r = 0; r < 3; ++r)
+        for (std::size_t k = 0; k < static_cast<std::size_t>(r + 1) * 3 * esize; ++k)
+          ASSERT_EQ(all[at++], static_cast<std::uint8_t>(r + 1)) << tag << " from rank " << r;
+    }
+  });
+}
+
+// Prescale and postscale as the GPU kernels do them: floats in their own precision (16-bit ones
+// in float32, rounded once), integers in double and truncated; average after the sum.
+TEST(EngineGpuHost, ScalingFollowsTheGpuRules) {
+  const double pre = 0.3711, post = 1.7;
+  auto int_of = [](int rank, std::size_t i) { return static_cast<std::int32_t>(i * 11) - 40 + rank * 3; };
+  auto half_of = [](int rank, std::size_t i) {
+    return static_cast<std::uint16_t>(0x3c00 + 37 * i + 5 * static_cast<std::size_t>(rank));
+  };
+  // Each rank's input prescaled (scale_copy is the rule the kernels follow), summed (halves:
+  // in float32, rounded once), averaged (integers truncate), postscaled.
+  auto expected_ints = [&](ReduceOp op) {
+    std::vector<std::int32_t> sum(9, 0);
+    for (int r = 0; r < 2; ++r) {
+      std::vector<std::int32_t> in(9), scaled(9);
+      for (std::size_t i = 0; i < 9; ++i) in[i] = int_of(r, i);
+      scale_copy(in.data(), scaled.data(), 9, DataType::int32, pre);
+      for (std::size_t i = 0; i < 9; ++i) sum[i] += scaled[i];
+    }
+    if (op == ReduceOp::average)
+      for (auto& v : sum) v /= 2;
+    std::vector<std::int32_t> out(9);
+    scale_copy(sum.data(), out.data(), 9, DataType::int32, post);
+    return out;
+  };
+  auto expected_halves = [&] {
+    std::vector<float> sum(9, 0.0f);
+    for (int r = 0; r < 2; ++r) {
+      std::vector<std::uint16_t> in(9), scaled(9);
+      for (std::size_t i = 0; i < 9; ++i) in[i] = half_of(r, i);
+      scale_copy(in.data(), scaled.data(), 9, DataType::float16, pre);
+      for (std::size_t i = 0; i < 9; ++i) sum[i] += kernels::float16_to_float(scaled[i]);
+    }
+    std::vector<std::uint16_t> rounded(9), out(9);
+    for (std::size_t i = 0; i < 9; ++i) rounded[i] = kernels::float_to_float16(sum[i]);
+    scale_copy(rounded.data(), out.data(), 9, DataType::float16, post);
+    return out;
+  };
+  run_ranks(2, [&](Engine& e, int rank) {
+    for (ReduceOp op : {ReduceOp::sum, ReduceOp::average}) {
+      std::vector<std::int32_t> got(9);
+      for (std::size_t i = 0; i < 9; ++i) got[i] = int_of(rank, i);
+      Request r = device_request(OpKind::allreduce, "ints." + std::string(to_string(op)), DataType::int32);
+      r.op = op;
+      r.prescale = pre;
+      r.postscale = post;
+      add_tensor(r, got.data(), got.data(), {9});
+      e.enqueue(r).wait();
+      EXPECT_EQ(got, expected_ints(op)) << to_string(op);
+    }
+    std::vector<std::uint16_t> halves(9);
+    for (std::size_t i = 0; i < 9; ++i) halves[i] = half_of(rank, i);
+    Request hr = device_request(OpKind::allreduce, "halves", DataType::float16);
+    hr.prescale = pre;
+    hr.postscale = post;
+    add_tensor(hr, halves.data(), halves.data(), {9});
+    e.enqueue(hr).wait();
+    EXPECT_EQ(halves, expected_halves());
+    std::vector<float> f = pattern(rank, 9, 4);
+    Request fr = device_request(OpKind::allreduce, "floats", DataType::float32);
+    fr.prescale = pre;
+    fr.postscale = post;
+    add_tensor(fr, f.data(), f.data(), {9});
+    e.enqueue(fr).wait();
+    const auto f0 = pattern(0, 9, 4), f1 = pattern(1, 9, 4);
+    const float p = static_cast<float>(pre), q = static_cast<float>(post);
+    for (std::size_t i = 0; i < 9; ++i) ASSERT_EQ(f[i], (f0[i] * p + f1[i] * p) * q) << i;
+  });
+}
+
+// A bucket of many tensors fused into one collective, with a rank that joined contributing
+// zeros, on 3 ranks; the join completes for all.
+TEST(EngineGpuHost, FusedBucketWithAJoinedRanksZeros) {
+  run_ranks(3, [](Engine& e, int rank) {
+    if (rank == 2) {  // joins at once: its share of every allreduce is zeros
+      e.join().wait();
+      return;
+    }
+    std::vector<std::vector<float>> xs;
+    std::vector<Handle> handles;
+    for (int t = 0; t < 20; ++t) xs.push_back(pattern(rank, static_cast<std::size_t>(1 + t * 5), t));
+    for (int t = 0; t < 20; ++t) {
+      Request r = device_request(OpKind::allreduce, "t" + std::to_string(t), DataType::float32);
+      add_tensor(r, xs[static_cast<std::size_t>(t)].data(), xs[static_cast<std::size_t>(t)].data(),
+                 {static_cast<std::int64_t>(xs[static_cast<std::size_t>(t)].size())});
+      handles.push_back(e.enqueue(r));
+    }
+    for (auto& h : handles) h.wait();
+    for (int t = 0; t < 20; ++t) {
+      const std::size_t n = static_cast<std::size_t>(1 + t * 5);
+      const auto a = pattern(0, n, t), b = pattern(1, n, t);
+      for (std::size_t k = 0; k < n; ++k)
+        ASSERT_EQ(xs[static_cast<std::size_t>(t)][k], a[k] + b[k]) << "tensor " << t;
+    }
+    e.join().wait();
+  });
+}
+
+}  // namespace
+}  // namespace riseml::engine
