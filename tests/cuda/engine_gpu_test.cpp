@@ -2,6 +2,8 @@
 // process. On a machine with one GPU, two ranks can share it only in hierarchical mode with one
 // rank per (fake) host: each NCCL communicator then has one rank, and the cross-host step runs
 // over the CPU transport. Tests that need more devices skip with the reason.
+// The engine reads no environment variable (EngineOptions::from_environment() does, at the
+// edge): a test chooses the algorithm in the EngineOptions it builds the engine with.
 #include <riseml/cuda/gpu_collectives.hpp>
 #include <riseml/engine/engine.hpp>
 #include <riseml/in_memory_rendezvous.hpp>
@@ -38,7 +40,21 @@ class ScopedEnv {
 struct Ranks {
   int n = 1;
   std::function<std::string(int)> host_key = [](int) { return std::string(); };
+  EngineOptions options{};
 };
+
+EngineOptions with_algorithm(GpuAlgorithm algorithm) {
+  EngineOptions o;
+  o.gpu.algorithm = algorithm;
+  return o;
+}
+
+// Every rank its own fake host, hierarchical: two ranks can share one GPU (one NCCL
+// communicator per host, of one rank each).
+Ranks fake_hosts_hierarchical(int n) {
+  return {n, [](int r) { return "fake-host-" + std::to_string(r); },
+          with_algorithm(GpuAlgorithm::hierarchical)};
+}
 
 void run_engines(const Ranks& ranks, const std::function<void(Engine&, int)>& body) {
   auto hub = std::make_shared<InMemoryRendezvousHub>(ranks.n);
@@ -52,7 +68,7 @@ void run_engines(const Ranks& ranks, const std::function<void(Engine&, int)>& bo
         o.transport = TransportChoice::inproc;
         o.timeout = std::chrono::seconds(30);
         o.host_key = ranks.host_key(r);
-        Engine engine(rendezvous, o, EngineOptions{});
+        Engine engine(rendezvous, o, ranks.options);
         body(engine, r);
       } catch (const std::exception& e) {
         errors[static_cast<std::size_t>(r)] = e.what();
@@ -169,9 +185,7 @@ TEST(EngineGpu, OneRankFusedAndSingleTensors) {
 // Two ranks on one GPU as two fake hosts, hierarchical: NCCL (one rank each) + the CPU ring.
 TEST(EngineGpu, HierarchicalAcrossFakeHostsOnOneGpu) {
   RISEML_SKIP_WITHOUT_GPU();
-  ScopedEnv algorithm("RISEML_GPU_ALGORITHM", "hierarchical");
-  Ranks ranks{2, [](int r) { return "fake-host-" + std::to_string(r); }};
-  run_engines(ranks, [](Engine& e, int rank) {
+  run_engines(fake_hosts_hierarchical(2), [](Engine& e, int rank) {
     for (std::size_t n : {std::size_t{1}, std::size_t{4099}, std::size_t{1} << 20}) {
       DeviceBuffer x(n * 4), y(n * 4);
       x.upload(pattern(rank, n, 1));
@@ -215,9 +229,7 @@ TEST(EngineGpu, HierarchicalAcrossFakeHostsOnOneGpu) {
 
 TEST(EngineGpu, JoinedRankContributesZerosOnTheGpu) {
   RISEML_SKIP_WITHOUT_GPU();
-  ScopedEnv algorithm("RISEML_GPU_ALGORITHM", "hierarchical");
-  Ranks ranks{2, [](int r) { return "fake-host-" + std::to_string(r); }};
-  run_engines(ranks, [](Engine& e, int rank) {
+  run_engines(fake_hosts_hierarchical(2), [](Engine& e, int rank) {
     if (rank == 1) {
       EXPECT_EQ(e.join().join_result(), 0);
       return;
@@ -233,8 +245,7 @@ TEST(EngineGpu, JoinedRankContributesZerosOnTheGpu) {
 
 TEST(EngineGpu, HostOnOneRankAndGpuOnAnotherIsAMismatchNamingBoth) {
   RISEML_SKIP_WITHOUT_GPU();
-  Ranks ranks{2, [](int r) { return "fake-host-" + std::to_string(r); }};
-  run_engines(ranks, [](Engine& e, int rank) {
+  run_engines(fake_hosts_hierarchical(2), [](Engine& e, int rank) {
     std::vector<float> host(8, 1.0f);
     DeviceBuffer dev(8 * 4);
     Request r;
@@ -279,11 +290,13 @@ TEST(EngineGpu, OneRankPerDeviceFlatAndHierarchical) {
   RISEML_SKIP_WITHOUT_GPU();
   const int devices = testing::device_count();
   if (devices < 2) GTEST_SKIP() << "needs 2 CUDA devices, " << devices << " visible";
-  for (const char* algorithm : {"nccl", "hierarchical"}) {
-    if (std::string(algorithm) == "hierarchical" && devices < 4) continue;
-    ScopedEnv env("RISEML_GPU_ALGORITHM", algorithm);
+  for (const GpuAlgorithm algorithm : {GpuAlgorithm::flat, GpuAlgorithm::hierarchical}) {
+    const bool hierarchical = algorithm == GpuAlgorithm::hierarchical;
+    if (hierarchical && devices < 4) continue;
     const int n = devices;
-    Ranks ranks{n, [&](int r) { return std::string(algorithm) == "nccl" ? "" : "h" + std::to_string(r % 2); }};
+    Ranks ranks{n,
+                [=](int r) { return hierarchical ? "h" + std::to_string(r % 2) : std::string(); },
+                with_algorithm(algorithm)};
     run_engines(ranks, [&](Engine& e, int rank) {
       const std::size_t count = 10007;  // not divisible by the ranks of a host: a remainder
       RISEML_CUDA_OK(cudaSetDevice(rank));
@@ -297,7 +310,7 @@ TEST(EngineGpu, OneRankPerDeviceFlatAndHierarchical) {
       }
       const auto got = x.download<float>(count);
       for (std::size_t i = 0; i < count; ++i)
-        ASSERT_NEAR(got[i], want[i] / static_cast<float>(n), 1e-4f) << algorithm << " i " << i;
+        ASSERT_NEAR(got[i], want[i] / static_cast<float>(n), 1e-4f) << (hierarchical ? "hierarchical" : "flat") << " i " << i;
     });
   }
 }
