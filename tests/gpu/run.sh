@@ -94,7 +94,8 @@ pack() {
   # and the Python tests the device step runs.
   (cd "$root" && tar cf - python/src python/riseml allreduce/include allreduce/cuda/include \
     engine/include pmix_bootstrap/include runtime/include common/include elastic/include \
-    tests/python tests/gpu/torch_gpu_check.py 2>/dev/null) | tar xf - -C "$G/src"
+    tests/python tests/gpu/torch_gpu_check.py tests/gpu/same_loss_check.py \
+    contrib/examples/pytorch-digits 2>/dev/null) | tar xf - -C "$G/src"
   [ -f "$G/src/python/src/module.cpp" ] || { echo "pack: python/src/module.cpp missing"; exit 1; }
   (cd "$root" && git rev-parse --short HEAD 2>/dev/null) >"$G/commit.txt" || echo unknown >"$G/commit.txt"
   git -C "$root" status --porcelain 2>/dev/null | wc -l | sed 's/$/ changed file(s) in the tree/' >>"$G/commit.txt"
@@ -431,6 +432,19 @@ PY
     grep 'torch_gpu_check: ' "$O/torch_check.txt"
   else
     sum "torch_gpu_check: not run ($([ $gpu_ok = 0 ] && echo "no GPU" || echo "no module or out of time"))"
+  fi
+
+  el "5b. same_loss_check: 2 and 4 ranks (fake hosts, hierarchical) train to one process's loss curve"
+  t=$(limit 90 60)
+  if [ $gpu_ok = 1 ] && [ $have_mod = 1 ] && [ "$t" -gt 0 ]; then
+    PYTHONPATH=$PYMOD:$SRC/python timeout "$t" "$PY" "$SRC/tests/gpu/same_loss_check.py" "$L" 2 4 \
+      >"$O/same_loss.txt" 2>&1
+    rc=$?
+    sum "same_loss_check: rc $rc$([ $rc = 124 ] && echo " (cut at $t s)")"
+    grep -E '^same_loss: ' "$O/same_loss.txt" | sed 's/^/  /' >>"$S"
+    [ $rc -eq 0 ] || { failed+=("same_loss_check (rc $rc)"); tail -15 "$O/same_loss.txt" | sed 's/^/  | /' >>"$S"; }
+  else
+    sum "same_loss_check: not run"
   fi
 
   el "6. test_torch_api.py, and Horovod's test_torch.py (per test, 8 at a time, and whole) until the deadline"

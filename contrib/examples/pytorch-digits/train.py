@@ -119,8 +119,11 @@ def main():
 
     # 2. Pin a device: the local rank's GPU, or on CPUs an equal share of the cores.
     if torch.cuda.is_available():
-        torch.cuda.set_device(hvd.local_rank())
-        device = torch.device("cuda", hvd.local_rank())
+        # Modulo: with one GPU visible per task (CUDA_VISIBLE_DEVICES from the SPANK plugin)
+        # every rank takes device 0.
+        gpu = hvd.local_rank() % torch.cuda.device_count()
+        torch.cuda.set_device(gpu)
+        device = torch.device("cuda", gpu)
     else:
         device = torch.device("cpu")
         torch.set_num_threads(max(1, (os.cpu_count() or 1) // hvd.local_size()))
