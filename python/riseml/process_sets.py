@@ -17,6 +17,7 @@ class ProcessSet:
 
     process_set_id = None
     ranks = None
+    _every_rank = False  # added with no ranks: every rank, on the job's engine
 
     def __init__(self, ranks):
         try:
@@ -56,6 +57,7 @@ class ProcessSet:
     def invalidate(self):
         self.process_set_id = None
         self.ranks = None
+        self._every_rank = False
 
     def __eq__(self, other):
         return (isinstance(other, ProcessSet) and self.process_set_id == other.process_set_id
@@ -75,6 +77,8 @@ global_process_set.process_set_id = 0
 
 # id -> the ProcessSet objects registered for it (all invalidated on removal)
 _registered = {0: [global_process_set]}
+# the sets added without ranks (each an alias of every rank), invalidated at shutdown
+_every_rank_sets = []
 
 
 def _id(process_set):
@@ -94,11 +98,23 @@ def _refresh_global():
 
 def add_process_set(process_set):
     """Registers a process set (a ProcessSet or a list of ranks) on every rank: a collective
-    call of all ranks of the job, with the same ranks everywhere. Returns the ProcessSet."""
+    call of all ranks of the job, with the same ranks everywhere. An empty list means every
+    rank (as in Horovod). Returns the ProcessSet."""
     if not isinstance(process_set, ProcessSet):
         process_set = ProcessSet(process_set)
     if process_set.process_set_id is not None:
         raise ValueError("riseml: %s was already added" % process_set)
+    if not process_set.ranks:
+        # Horovod's rule: a set added without ranks spans every rank of the job (and may be
+        # added again; Horovod's tests add the odd ranks' set, empty at size 1). It runs on the
+        # job's own engine, as the global set does.
+        if not _riseml.is_initialized():
+            raise ValueError("riseml: add_process_set before init()")
+        process_set.ranks = list(range(_riseml.size()))
+        process_set.process_set_id = 0
+        process_set._every_rank = True
+        _every_rank_sets.append(process_set)
+        return process_set
     process_set.process_set_id = _riseml.add_process_set(process_set.ranks)
     _registered.setdefault(process_set.process_set_id, []).append(process_set)
     return process_set
@@ -107,6 +123,10 @@ def add_process_set(process_set):
 def remove_process_set(process_set):
     """Unregisters a process set on every rank (all ranks call it). Returns False for the
     global set or one that is not registered."""
+    if process_set._every_rank and process_set.process_set_id == 0:  # added without ranks
+        _every_rank_sets[:] = [ps for ps in _every_rank_sets if ps is not process_set]
+        process_set.invalidate()
+        return True
     if process_set.process_set_id in (None, 0):
         return False
     removed = _riseml.remove_process_set(process_set.process_set_id)
@@ -117,6 +137,8 @@ def remove_process_set(process_set):
 
 def _reset():
     """After shutdown(): every added set is gone."""
+    while _every_rank_sets:
+        _every_rank_sets.pop().invalidate()
     for set_id in [i for i in _registered if i != 0]:
         for ps in _registered.pop(set_id):
             ps.invalidate()

@@ -8,7 +8,8 @@
 CPU tensors are reduced in place in their own memory (by pointer or a numpy view, no copy). CUDA
 tensors are reduced where they lie, with NCCL, ordered after the work already on torch's current
 stream, when this build has GPU support (riseml.torch.gpu_status()); otherwise they go through a
-CPU copy, with a warning once.
+CPU copy, with a warning once. Reductions of int16 and bool CUDA tensors, which NCCL cannot
+reduce, go through a CPU copy too. Results lie on the input's device.
 """
 import warnings as _warnings
 
@@ -68,13 +69,24 @@ def gpu_status():
     return _GPU_BUILT, _GPU_USABLE, _GPU_STATUS
 
 
-def _on_gpu(tensor):
-    """True: reduce `tensor` on its GPU with NCCL. False: on the CPU (host tensors; CUDA tensors
-    when this build or process cannot use the GPU, with a warning once)."""
-    if tensor.device.type != "cuda":
+# NCCL reduces no int16 or bool: reductions (allreduce, reducescatter) of these CUDA tensors go
+# through host memory. Their allgather, broadcast and alltoall stay on the GPU (the engine moves
+# them as bytes).
+_HOST_REDUCED = (_torch.int16, _torch.bool)
+
+
+def _is_cuda(tensor):
+    return tensor.device.type == "cuda"
+
+
+def _on_gpu(tensor, reduction=False):
+    """True: `tensor` goes through its collective on its GPU with NCCL. False: on the CPU (host
+    tensors; CUDA tensors when this build or process cannot use the GPU, with a warning once;
+    `reduction` of CUDA tensors of a dtype NCCL cannot reduce, silently)."""
+    if not _is_cuda(tensor):
         return False
     if _GPU_BUILT and _GPU_USABLE:
-        return True
+        return not (reduction and tensor.dtype in _HOST_REDUCED)
     global _warned_host_copy
     if not _warned_host_copy:
         _warned_host_copy = True
@@ -164,7 +176,7 @@ def _allreduce_into(tensor, output, name, op, prescale_factor, postscale_factor,
                                          postscale_factor, set_id, (tensor, output))
         _handles[h] = (output, output)
         return h
-    if _on_gpu(tensor):
+    if _on_gpu(tensor, reduction=True):
         return _grouped_on_gpu([tensor], [output], name, op, prescale_factor, postscale_factor,
                                set_id, single=True)
     src, src_cpu, dtype = _cpu_view(tensor)
@@ -241,13 +253,29 @@ def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
                                         postscale_factor, process_set))
 
 
+def _one_device_views(tensors, what):
+    """The _device_view of each tensor; they must be of one dtype on one device (one NCCL
+    call)."""
+    views = [_device_view(t) for t in tensors]
+    if len({(v[1], v[2]) for v in views}) != 1:
+        # a ValueError that is also a RuntimeError, as Horovod's tests expect
+        raise RisemlValueError("riseml: %s of CUDA tensors needs tensors of one dtype on one "
+                               "device" % what)
+    return views
+
+
+def _check_one_kind(tensors, what):
+    """Refuses a list of CUDA and CPU tensors together (one operation runs in one place)."""
+    cuda = [_is_cuda(t) for t in tensors]
+    if any(cuda) and not all(cuda):
+        raise RisemlValueError("riseml: %s got CUDA and CPU tensors; pass one kind" % what)
+
+
 def _grouped_on_gpu(tensors, outputs, name, op, prescale_factor, postscale_factor, set_id,
                     single=False):
     if op == Adasum:
         raise ValueError("riseml: Adasum of CUDA tensors is not supported; reduce CPU tensors")
-    views = [_device_view(t) for t in tensors]
-    if len({(v[1], v[2]) for v in views}) != 1:
-        raise ValueError("riseml: grouped_allreduce needs tensors of one dtype on one device")
+    views = _one_device_views(tensors, "grouped_allreduce")
     srcs, dsts = [], []
     for (src, _, _, _), t, out in zip(views, tensors, outputs):
         dst = src if out is t and _shares_memory(src, t) else _torch.empty_like(src)
@@ -266,12 +294,10 @@ def _grouped_on_gpu(tensors, outputs, name, op, prescale_factor, postscale_facto
 
 def _grouped(tensors, outputs, name, op, prescale_factor, postscale_factor, process_set):
     set_id = _check_process_set(process_set)
-    on_gpu = [_on_gpu(t) for t in tensors]
-    if tensors and all(on_gpu):
+    _check_one_kind(tensors, "grouped_allreduce")
+    if tensors and all([_on_gpu(t, reduction=True) for t in tensors]):
         return _grouped_on_gpu(tensors, outputs, name, op, prescale_factor, postscale_factor,
                                set_id)
-    if any(on_gpu):
-        raise ValueError("riseml: grouped_allreduce got CUDA and CPU tensors; pass one kind")
     if tensors and len({t.dtype for t in tensors}) == 1 and all(
             _host_pointers_fit(t, out) for t, out in zip(tensors, outputs)):
         h = _riseml.host_grouped_allreduce_async(
@@ -567,8 +593,14 @@ def alltoall_async(tensor, splits=None, name=None, process_set=global_process_se
     name = _common._name("alltoall", name, process_set)
     h = _riseml.alltoall_async(src, _splits_of(splits), name, dtype,
                                set_id)
-    _handles[h] = ("alltoall", tensor)
+    _handles[h] = ("alltoall", (tensor, _splits_device(splits)))
     return h
+
+
+def _splits_device(splits):
+    """Where alltoall's received splits go (as Horovod): the device of a `splits` tensor (a
+    CUDA one included, whatever the data's device), else the CPU."""
+    return splits.device if isinstance(splits, _torch.Tensor) else _torch.device("cpu")
 
 
 class _AlltoallFunction(_torch.autograd.Function):
@@ -610,6 +642,38 @@ def _scatter_op(op):
     return op
 
 
+def _scatter_slice(rows, members, me):
+    """(offset, rows) of rank `me`'s part of `rows` rows dealt over `members` ranks: in rank
+    order, the first rows % members ranks getting one more (the engine's reducescatter rule)."""
+    offset = sum(_riseml.reducescatter_rows(rows, members, r) for r in range(me))
+    return offset, _riseml.reducescatter_rows(rows, members, me)
+
+
+def _check_scatterable(tensors):
+    for t in tensors:
+        if t.dim() == 0:
+            raise ValueError("riseml: reducescatter needs at least one dimension, got a scalar")
+
+
+def _reducescatter_on_gpu(tensors, name, op, prescale_factor, postscale_factor, set_id,
+                          members, me):
+    """reducescatter of CUDA tensors on their GPU, as Horovod's GPU reducescatter computes it
+    (scaling in the tensor's own type on the device): one device allreduce of all of them
+    (Average: over the process set), then this rank's rows of each, at synchronize."""
+    _check_scatterable(tensors)
+    views = _one_device_views(tensors, "reducescatter")
+    srcs = [v[0] for v in views]
+    reduced = [_torch.empty_like(s) for s in srcs]
+    slices = [_scatter_slice(s.shape[0], members, me) for s in srcs]
+    _, dtype, device, stream = views[0]
+    h = _riseml.device_allreduce_async([s.data_ptr() for s in srcs],
+                                       [r.data_ptr() for r in reduced],
+                                       [list(s.shape) for s in srcs], dtype, device, stream,
+                                       name, op, prescale_factor, postscale_factor, set_id)
+    _handles[h] = ("reducescatter-gpu", (reduced, slices, srcs))
+    return h
+
+
 def grouped_reducescatter_async(tensors, name=None, op=None, prescale_factor=1.0,
                                 postscale_factor=1.0, process_set=global_process_set):
     """Starts a reducescatter of each tensor, as one operation."""
@@ -617,6 +681,10 @@ def grouped_reducescatter_async(tensors, name=None, op=None, prescale_factor=1.0
     set_id = _check_process_set(process_set)
     ps = process_set if process_set is not None else global_process_set
     members, me = ps.size(), ps.rank()
+    _check_one_kind(tensors, "grouped_reducescatter")
+    if tensors and all([_on_gpu(t, reduction=True) for t in tensors]):
+        return _reducescatter_on_gpu(tensors, _common._name("reducescatter", name, process_set),
+                                     op, prescale_factor, postscale_factor, set_id, members, me)
     views = [_cpu_view(t) for t in tensors]
     dtypes = {v[2] for v in views}
     if len(dtypes) > 1 or len({t.dtype for t in tensors}) > 1:
@@ -642,8 +710,8 @@ def reducescatter_async(tensor, name=None, op=None, prescale_factor=1.0, postsca
                         process_set=global_process_set):
     h = grouped_reducescatter_async([tensor], name, op, prescale_factor, postscale_factor,
                                     process_set)
-    kind, (tensors, dst_cpus) = _handles[h]
-    _handles[h] = ("reducescatter-one", (tensors, dst_cpus))
+    kind, entry = _handles[h]
+    _handles[h] = (kind + "-one", entry)
     return h
 
 
@@ -739,12 +807,20 @@ def synchronize(handle):
             return [_from_engine(a, t) for a, t in zip(gathered, cpu)]
         if output == "alltoall":
             array, received = gathered
-            return (_from_engine(array, cpu),
-                    _torch.tensor(received, dtype=_torch.int32))
+            tensor, splits_device = cpu
+            return (_from_engine(array, tensor),
+                    _torch.tensor(received, dtype=_torch.int32, device=splits_device))
         if output in ("reducescatter", "reducescatter-one"):
             tensors, dst_cpus = cpu
             outs = [d.to(t.device) for d, t in zip(dst_cpus, tensors)]
             return outs[0] if output == "reducescatter-one" else outs
+        if output in ("reducescatter-gpu", "reducescatter-gpu-one"):
+            # This rank's rows of each reduced tensor, as tensors of their own (the reduced
+            # tensors are as large as the inputs), copied on torch's stream.
+            reduced, slices = cpu[0], cpu[1]
+            outs = [r.narrow(0, offset, rows).clone(memory_format=_torch.contiguous_format)
+                    for r, (offset, rows) in zip(reduced, slices)]
+            return outs[0] if output == "reducescatter-gpu-one" else outs
     if isinstance(output, list):
         return [_deliver(o, c) for o, c in zip(output, cpu)]
     return _deliver(output, cpu)

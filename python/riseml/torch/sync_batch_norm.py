@@ -63,9 +63,10 @@ class _SyncBatchNormFunction(torch.autograd.Function):
         x = input.contiguous()
         dims = [0] + list(range(2, x.dim()))
         x64 = x.double()  # the sums in double: the whole batch's statistics stay exact
-        count = torch.tensor([x.numel() // x.size(1)], dtype=torch.float64)
+        # Every tensor made here lies on the input's device (a CUDA input reduces on its GPU).
+        count = torch.tensor([x.numel() // x.size(1)], dtype=torch.float64, device=x.device)
         stats = torch.cat([x64.sum(dims), (x64 * x64).sum(dims), count])
-        stats = allreduce(stats.cpu(), op=Sum, name=None, process_set=ps).to(x.device)
+        stats = allreduce(stats, op=Sum, name=None, process_set=ps)
         c = x.size(1)
         total = stats[2 * c].item()
         if total <= 1 and momentum is not None:
@@ -102,8 +103,7 @@ class _SyncBatchNormFunction(torch.autograd.Function):
         grad_weight = sum_dy_xhat.to(dy.dtype) if weight is not None else None
         grad_bias = sum_dy.to(dy.dtype) if ctx.has_bias else None
         c = dy.size(1)
-        both = allreduce(torch.cat([sum_dy, sum_dy_xhat]).cpu(), op=Sum,
-                         process_set=ctx.process_set).to(dy.device)
+        both = allreduce(torch.cat([sum_dy, sum_dy_xhat]), op=Sum, process_set=ctx.process_set)
         mean_dy = _channel_view(both[:c] / ctx.total, dy.shape).to(dy.dtype)
         mean_dy_xhat = _channel_view(both[c:] / ctx.total, dy.shape).to(dy.dtype)
         scale = invstd if weight is None else invstd * _channel_view(weight, dy.shape)

@@ -1,0 +1,239 @@
+"""riseml.torch's rules for CUDA tensors, checked on a CPU-only machine (issue 35): which path
+each collective takes (the GPU, or host memory for int16/bool reductions), reducescatter on the
+GPU as a device allreduce and this rank's rows, the refusals (RuntimeError and ValueError, as
+Horovod's tests expect), where alltoall's received splits go, and process sets added without
+ranks. A "fake GPU" makes riseml.torch take CPU tensors for CUDA tensors on a GPU build, with
+the device allreduce run by the host engine, so the Python side of the GPU paths runs here;
+the CUDA specifics (streams, devices, NCCL) need a GPU machine. Run under riseml-launch -n 1..4.
+"""
+import os
+import sys
+import types
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import check  # noqa: E402
+import _riseml  # noqa: E402
+import riseml.torch as hvd  # noqa: E402
+
+
+class FakeGpu:
+    """Within it, riseml.torch takes the tensors in `cuda` (all when None) for CUDA tensors on a
+    build with a usable GPU; device allreduces run on the host engine and are counted."""
+
+    def __init__(self, cuda=None):
+        self.cuda = cuda
+        self.device_calls = []
+
+    def __enter__(self):
+        self.saved = (hvd._is_cuda, hvd._GPU_BUILT, hvd._GPU_USABLE, hvd._device_view,
+                      _riseml.device_allreduce_async)
+        cuda = self.cuda
+        hvd._is_cuda = (lambda t: True) if cuda is None else (
+            lambda t: any(t is c for c in cuda))
+        hvd._GPU_BUILT = hvd._GPU_USABLE = True
+        hvd._device_view = lambda t: (t.detach().contiguous(), hvd._DTYPE_NAMES[t.dtype],
+                                      0, 0)
+
+        def device_allreduce(ins, outs, shapes, dtype, device, stream, name, op, pre, post, ps):
+            assert (device, stream) == (0, 0)
+            self.device_calls.append((name, len(ins), op, pre, post))
+            return _riseml.host_grouped_allreduce_async(ins, outs, shapes, dtype, name, op, pre,
+                                                        post, ps, None)
+
+        _riseml.device_allreduce_async = device_allreduce
+        return self
+
+    def __exit__(self, *exc):
+        (hvd._is_cuda, hvd._GPU_BUILT, hvd._GPU_USABLE, hvd._device_view,
+         _riseml.device_allreduce_async) = self.saved
+
+
+def my_rows(rows):
+    """(offset, count) of this rank's rows, from the rule itself (not the engine's)."""
+    n, r = hvd.size(), hvd.rank()
+    counts = [rows // n + (1 if k < rows % n else 0) for k in range(n)]
+    return sum(counts[:r]), counts[r]
+
+
+def full_input(rows, cols, dtype):
+    """The same on every rank but for a per-rank offset: row i, column j = i * cols + j + rank."""
+    base = torch.arange(rows * cols, dtype=torch.float64).view(rows, cols) + hvd.rank()
+    return base.to(dtype)
+
+
+def expected_sum(rows, cols, dtype, pre, post):
+    n = hvd.size()
+    total = sum(torch.arange(rows * cols, dtype=torch.float64).view(rows, cols) + k
+                for k in range(n))
+    return (total * pre * post).to(dtype)
+
+
+def test_reducescatter_on_the_gpu_path():
+    n = hvd.size()
+    for dtype in (torch.float32, torch.float64, torch.int32, torch.int64):
+        for rows in (n, 2 * n + 1, 3):  # rows not a multiple of the size: uneven shares
+            x = full_input(rows, 4, dtype)
+            pre, post = (0.5, 4.0) if dtype.is_floating_point else (1.0, 1.0)
+            with FakeGpu() as gpu:
+                out = hvd.reducescatter(x, op=hvd.Sum, prescale_factor=pre,
+                                        postscale_factor=post)
+            assert len(gpu.device_calls) == 1, gpu.device_calls
+            assert gpu.device_calls[0][2:] == (hvd.Sum, pre, post), gpu.device_calls
+            offset, count = my_rows(rows)
+            want = expected_sum(rows, 4, dtype, pre, post)[offset:offset + count]
+            assert out.dtype == dtype and out.shape == want.shape, (out.shape, want.shape)
+            assert out.is_contiguous() and torch.equal(out, want), (dtype, rows, out, want)
+            assert out.data_ptr() != x.data_ptr()
+            # the host path (CPU tensors) agrees
+            host = hvd.reducescatter(x, op=hvd.Sum, prescale_factor=pre, postscale_factor=post)
+            assert torch.equal(host, out), (host, out)
+
+
+def test_reducescatter_average_on_the_gpu_path_is_over_the_set():
+    n = hvd.size()
+    x = full_input(2 * n, 3, torch.float64)
+    with FakeGpu() as gpu:
+        out = hvd.reducescatter(x)  # Average by default
+    assert gpu.device_calls and gpu.device_calls[0][2] == hvd.Average
+    offset, count = my_rows(2 * n)
+    want = (expected_sum(2 * n, 3, torch.float64, 1.0, 1.0) / n)[offset:offset + count]
+    assert torch.allclose(out, want), (out, want)
+
+
+def test_grouped_reducescatter_on_the_gpu_path_is_one_allreduce():
+    n = hvd.size()
+    xs = [full_input(rows, 2, torch.float32) for rows in (n, 2 * n + 1, 5)]
+    with FakeGpu() as gpu:
+        outs = hvd.grouped_reducescatter(xs, op=hvd.Sum, postscale_factor=2.0)
+        handle = hvd.grouped_reducescatter_async(xs, op=hvd.Sum)
+        async_outs = hvd.synchronize(handle)
+    assert [c[1] for c in gpu.device_calls] == [3, 3], gpu.device_calls
+    for x, out, plain in zip(xs, outs, async_outs):
+        offset, count = my_rows(x.shape[0])
+        want = expected_sum(x.shape[0], 2, torch.float32, 1.0, 1.0)[offset:offset + count]
+        assert torch.equal(out, want * 2) and torch.equal(plain, want), (out, plain, want)
+    with FakeGpu():
+        check.raises(hvd.RisemlValueError, hvd.grouped_reducescatter, [xs[0], xs[1].double()],
+                     match="one dtype on one device")
+    assert issubclass(hvd.RisemlValueError, RuntimeError)
+
+
+def test_reductions_of_int16_and_bool_take_the_host_path():
+    n = hvd.size()
+    for dtype in (torch.int16, torch.bool):
+        x = torch.ones(2 * n, 3, dtype=dtype)
+        with FakeGpu() as gpu:
+            out = hvd.reducescatter(x, op=hvd.Sum if dtype == torch.int16 else hvd.Max)
+            outs = hvd.grouped_reducescatter([x, x], op=hvd.Max)
+            grouped = hvd.grouped_allreduce([x, x], op=hvd.Max)
+        assert gpu.device_calls == [], gpu.device_calls
+        want = torch.full((2, 3), n if dtype == torch.int16 else 1, dtype=dtype)
+        assert out.dtype == dtype and torch.equal(out, want), out
+        assert all(torch.equal(o, torch.ones(2, 3, dtype=dtype)) for o in outs), outs
+        assert all(torch.equal(g, x) for g in grouped), grouped
+
+
+class _Stub:
+    """Stands for a CUDA tensor in the path decision (only .device and .dtype are read)."""
+
+    def __init__(self, dtype):
+        self.device = torch.device("cuda", 0)
+        self.dtype = dtype
+
+
+def test_path_decision():
+    saved = hvd._GPU_BUILT, hvd._GPU_USABLE
+    try:
+        hvd._GPU_BUILT = hvd._GPU_USABLE = True
+        for dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int8,
+                      torch.uint8, torch.int32, torch.int64):
+            assert hvd._on_gpu(_Stub(dtype), reduction=True), dtype
+            assert hvd._on_gpu(_Stub(dtype)), dtype
+        for dtype in (torch.int16, torch.bool):
+            assert not hvd._on_gpu(_Stub(dtype), reduction=True), dtype  # NCCL cannot reduce
+            assert hvd._on_gpu(_Stub(dtype)), dtype  # moved as bytes: stays on the GPU
+        assert not hvd._on_gpu(torch.ones(1), reduction=True)
+    finally:
+        hvd._GPU_BUILT, hvd._GPU_USABLE = saved
+
+
+def test_mixed_cpu_and_cuda_lists_raise_runtime_and_value_errors():
+    a, b, c = torch.ones(3), torch.ones(3), torch.ones(3)
+    for fn in (hvd.grouped_allreduce, hvd.grouped_reducescatter):
+        with FakeGpu(cuda=[a, c]) as gpu:
+            e = check.raises(RuntimeError, fn, [a, b, c], match="CUDA and CPU tensors")
+            check.raises(ValueError, fn, [a, b, c])
+        assert gpu.device_calls == [], e
+    with FakeGpu() as gpu:
+        check.raises(RuntimeError, hvd.grouped_allreduce, [a, torch.ones(2).double()],
+                     match="one dtype on one device")
+        check.raises(ValueError, hvd.grouped_allreduce, [a, torch.ones(2).double()])
+
+
+def test_alltoall_received_splits_follow_the_splits_tensor():
+    n = hvd.size()
+    x = torch.arange(2 * n, dtype=torch.float32)
+    out, received = hvd.alltoall(x, torch.tensor([2] * n, dtype=torch.int32))
+    assert received.dtype == torch.int32 and received.device.type == "cpu"
+    assert received.tolist() == [2] * n and out.numel() == 2 * n
+    out, received = hvd.alltoall(x, [2] * n)
+    assert received.dtype == torch.int32 and received.device.type == "cpu"
+    # Horovod puts them on the splits tensor's device (a CUDA one: on the GPU, even for CPU
+    # data); a meta tensor stands for a CUDA one here.
+    meta = torch.empty(n, dtype=torch.int32, device="meta")
+    assert hvd._splits_device(meta) == meta.device
+    assert hvd._splits_device([1, 2]) == torch.device("cpu")
+    assert hvd._splits_device(None) == torch.device("cpu")
+
+
+def test_process_set_without_ranks_is_every_rank():
+    # Horovod's rule: no ranks = every rank (its tests add the odd ranks' set, empty at size 1)
+    n, r = hvd.size(), hvd.rank()
+    evens = hvd.add_process_set([k for k in range(n) if k % 2 == 0])
+    every = hvd.add_process_set([])
+    again = hvd.add_process_set(hvd.ProcessSet([]))  # may be added again, as in Horovod
+    for ps in (every, again):
+        assert ps.ranks == list(range(n)) and ps.size() == n and ps.rank() == r
+        assert ps.included()
+        assert hvd.allreduce(torch.ones(2), op=hvd.Sum, process_set=ps).tolist() == [n, n]
+        assert hvd.broadcast(torch.tensor([r]), n - 1, process_set=ps).item() == n - 1
+    assert hvd.remove_process_set(every)
+    assert every.process_set_id is None
+    check.raises(ValueError, hvd.allreduce, torch.ones(1), process_set=every)
+    assert hvd.allreduce(torch.ones(1), op=hvd.Sum, process_set=again).item() == n
+    assert hvd.remove_process_set(again) and hvd.remove_process_set(evens)
+    assert not hvd.remove_process_set(hvd.global_process_set)
+    assert hvd.global_process_set.process_set_id == 0
+
+
+def test_sync_batch_norm_makes_its_tensors_on_the_input_device():
+    # A CUDA input needs every tensor made in the forward and backward on its device; here a
+    # spy on torch.tensor and torch.cat checks the device argument and the operands.
+    from riseml.torch import sync_batch_norm as sbn
+    made = []
+    real_tensor, real_cat = torch.tensor, torch.cat
+
+    def tensor(*args, **kwargs):
+        made.append(kwargs.get("device"))
+        return real_tensor(*args, **kwargs)
+
+    def cat(tensors, *args, **kwargs):
+        made.extend(t.device for t in tensors)
+        return real_cat(tensors, *args, **kwargs)
+
+    sbn.torch = types.SimpleNamespace(**{k: getattr(torch, k) for k in dir(torch)
+                                         if not k.startswith("__")})
+    sbn.torch.tensor, sbn.torch.cat = tensor, cat
+    try:
+        bn = hvd.SyncBatchNorm(3)
+        x = torch.randn(4, 3, 2, requires_grad=True)
+        bn(x).sum().backward()
+    finally:
+        sbn.torch = torch
+    assert made and all(d == x.device for d in made), made
+
+
+if __name__ == "__main__":
+    check.run(globals(), hvd.init, hvd.rank)
