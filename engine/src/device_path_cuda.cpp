@@ -6,6 +6,7 @@
 // timeout of the oldest work in flight at every cycle (throw_if_failed), and aborts the NCCL
 // communicator then, which ends the kernels the watcher waits for.
 #include "device_path.hpp"
+#include "scaling.hpp"
 
 #include <riseml/cuda/gpu_collectives.hpp>
 #include <riseml/cuda/kernels.hpp>
@@ -16,6 +17,7 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <cstdlib>
 #include <deque>
 #include <map>
@@ -97,6 +99,14 @@ class EventPool {
 constexpr unsigned kMarkerFlags = cudaEventDisableTiming;
 // Completion: the watcher sleeps in cudaEventSynchronize instead of spinning.
 constexpr unsigned kDoneFlags = cudaEventDisableTiming | cudaEventBlockingSync;
+
+// A ready marker: the caller's stream at enqueue(). `seq` orders the markers of one stream (they
+// are recorded under one mutex), so a bucket waits only on the latest of each stream.
+struct ReadyPoint {
+  std::shared_ptr<CUevent_st> event;
+  cudaStream_t stream;
+  std::uint64_t seq;
+};
 
 class CudaEvent final : public DeviceEvent {
  public:
@@ -190,9 +200,9 @@ class CudaDevicePath final : public DevicePath {
         cuda::pack(at, inputs_.data(), bytes_.data(), n, work_);
       }, buffer);
     }
-    if (prescale != 1.0) cuda::scale(type, buffer, total, prescale, work_);
+    if (prescale != 1.0) cuda::scale(type, buffer, total, device_scale_factor(type, prescale), work_);
     gpu_->allreduce(buffer, total, type, op, work_);
-    if (postscale != 1.0) cuda::scale(type, buffer, total, postscale, work_);
+    if (postscale != 1.0) cuda::scale(type, buffer, total, device_scale_factor(type, postscale), work_);
     if (!in_place)
       for_present_runs(tensors, esize, [&](std::byte* at, std::size_t n) {
         cuda::unpack(at, outputs_.data(), bytes_.data(), n, work_);
@@ -309,11 +319,22 @@ class CudaDevicePath final : public DevicePath {
     }
   }
 
+  // The work stream waits for the latest ready point of each caller stream among `tensors`
+  // (a bucket of 100 gradients from one stream: one wait, not 100).
   void wait_ready(std::span<const DeviceTensor> tensors) {
-    for (const DeviceTensor& t : tensors)
-      if (t.ready && *t.ready)
-        check(cudaStreamWaitEvent(work_, static_cast<cudaEvent_t>(t.ready->get()), 0),
-              "cudaStreamWaitEvent", device_);
+    latest_.clear();
+    for (const DeviceTensor& t : tensors) {
+      if (!t.ready || !*t.ready) continue;
+      const auto* p = static_cast<const ReadyPoint*>(t.ready->get());
+      auto it = std::find_if(latest_.begin(), latest_.end(),
+                             [&](const ReadyPoint* q) { return q->stream == p->stream; });
+      if (it == latest_.end())
+        latest_.push_back(p);
+      else if (p->seq > (*it)->seq)
+        *it = p;
+    }
+    for (const ReadyPoint* p : latest_)
+      check(cudaStreamWaitEvent(work_, p->event.get(), 0), "cudaStreamWaitEvent", device_);
   }
 
   // Calls f(where in the fusion buffer, how many) for each run of consecutive tensors this
@@ -364,6 +385,7 @@ class CudaDevicePath final : public DevicePath {
   std::vector<const void*> inputs_;
   std::vector<void*> outputs_;
   std::vector<std::size_t> bytes_;
+  std::vector<const ReadyPoint*> latest_;
   // Shared with the watcher.
   std::mutex mutex_;
   std::condition_variable changed_;
@@ -377,8 +399,15 @@ class CudaDevicePath final : public DevicePath {
 }  // namespace
 
 ReadyMarker mark_ready(int device, void* stream) {
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || device >= devices) {
+  static const int devices = [] {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+      cudaGetLastError();
+      n = 0;
+    }
+    return n;
+  }();
+  if (device >= devices) {
     cudaGetLastError();
     throw CollectiveError(ErrorKind::system,
                           "riseml: a GPU tensor on CUDA device " + std::to_string(device) +
@@ -387,10 +416,16 @@ ReadyMarker mark_ready(int device, void* stream) {
                               (std::getenv("CUDA_VISIBLE_DEVICES") ? std::getenv("CUDA_VISIBLE_DEVICES") : "unset") +
                               ")");
   }
-  auto event = EventPool::of(device, kMarkerFlags).take();
+  static std::mutex order;
+  static std::uint64_t next_seq = 0;
+  auto point = std::make_shared<ReadyPoint>();
+  point->event = EventPool::of(device, kMarkerFlags).take();
+  point->stream = static_cast<cudaStream_t>(stream);
   DeviceScope scope(device);
-  check(cudaEventRecord(event.get(), static_cast<cudaStream_t>(stream)), "cudaEventRecord", device);
-  return std::static_pointer_cast<void>(event);
+  std::lock_guard lock(order);
+  check(cudaEventRecord(point->event.get(), point->stream), "cudaEventRecord", device);
+  point->seq = next_seq++;
+  return std::static_pointer_cast<void>(point);
 }
 
 std::unique_ptr<DevicePath> DevicePath::create(Communicator& cpu, int device, const cuda::GpuOptions& options) {

@@ -1,6 +1,6 @@
 // The host-memory stand-in of the GPU path (GpuOptions::host_standin, tests only): "device"
-// pointers are host memory; the fused allreduce packs, scales (scale_copy: the rules the CUDA
-// kernels follow, 16-bit floats in float32), reduces over the CPU communicator and unpacks, as
+// pointers are host memory; the fused allreduce packs, scales (scale_copy by
+// device_scale_factor: the rules the CUDA kernels follow), reduces over the CPU communicator and unpacks, as
 // device_path_cuda.cpp does on the GPU. Completion is deferred to a watcher thread, as there,
 // so the engine's deferred completion, per-call errors and ordering run in CI without a GPU.
 #include "device_path.hpp"
@@ -49,13 +49,15 @@ class HostStandinPath final : public DevicePath {
     fusion_.assign(total * esize, std::byte{0});  // a joined rank's share stays zero
     std::size_t offset = 0;
     for (const DeviceTensor& t : tensors) {
-      if (t.input) scale_copy(t.input, fusion_.data() + offset, t.count, type, prescale);
+      if (t.input)
+        scale_copy(t.input, fusion_.data() + offset, t.count, type, device_scale_factor(type, prescale));
       offset += t.count * esize;
     }
     cpu_.allreduce(fusion_.data(), fusion_.data(), total, type, op);
     offset = 0;
     for (const DeviceTensor& t : tensors) {
-      if (t.output) scale_copy(fusion_.data() + offset, t.output, t.count, type, postscale);
+      if (t.output)
+        scale_copy(fusion_.data() + offset, t.output, t.count, type, device_scale_factor(type, postscale));
       offset += t.count * esize;
     }
   }

@@ -1,5 +1,7 @@
 #include "scaling.hpp"
 
+#include <riseml/half_float.hpp>
+
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -98,6 +100,13 @@ void scale_half(const void* in, void* out, std::size_t n, double factor) {
 }
 
 }  // namespace
+
+double device_scale_factor(DataType type, double factor) {
+  const float f = static_cast<float>(factor);
+  if (type == DataType::float16) return kernels::float16_to_float(kernels::float_to_float16(f));
+  if (type == DataType::bfloat16) return kernels::bfloat16_to_float(kernels::float_to_bfloat16(f));
+  return factor;
+}
 
 bool is_floating_point(DataType type) {
   return type == DataType::float32 || type == DataType::float64 || is_half_precision(type);

@@ -14,4 +14,10 @@ void scale_copy(const void* in, void* out, std::size_t count, DataType type, dou
 
 bool is_floating_point(DataType type);
 
+// The factor GPU tensors are scaled by (the device path, and its host stand-in): float16 and
+// bfloat16 take it rounded to their own type first, as Horovod's GPU kernels and torch's
+// `tensor * factor.half()` do (so hvd.allreduce(prescale_factor=f) gives Horovod's bits);
+// other types take it as given (float32: float(factor); integers: in double).
+double device_scale_factor(DataType type, double factor);
+
 }  // namespace riseml::engine

@@ -155,7 +155,8 @@ TEST(EngineGpuHost, BroadcastAndAllgatherMoveEveryTypeAsBytes) {
 }
 
 // Prescale and postscale as the GPU kernels do them: floats in their own precision (16-bit ones
-// in float32, rounded once), integers in double and truncated; average after the sum.
+// by the factor rounded to their type, in float32, rounded once), integers in double and
+// truncated; average after the sum.
 TEST(EngineGpuHost, ScalingFollowsTheGpuRules) {
   const double pre = 0.3711, post = 1.7;
   auto int_of = [](int rank, std::size_t i) { return static_cast<std::int32_t>(i * 11) - 40 + rank * 3; };
@@ -183,12 +184,15 @@ TEST(EngineGpuHost, ScalingFollowsTheGpuRules) {
     for (int r = 0; r < 2; ++r) {
       std::vector<std::uint16_t> in(9), scaled(9);
       for (std::size_t i = 0; i < 9; ++i) in[i] = half_of(r, i);
-      scale_copy(in.data(), scaled.data(), 9, DataType::float16, pre);
+      // The factor rounded to float16 first (Horovod's GPU rule), then float32 math.
+      scale_copy(in.data(), scaled.data(), 9, DataType::float16,
+                 device_scale_factor(DataType::float16, pre));
       for (std::size_t i = 0; i < 9; ++i) sum[i] += kernels::float16_to_float(scaled[i]);
     }
     std::vector<std::uint16_t> rounded(9), out(9);
     for (std::size_t i = 0; i < 9; ++i) rounded[i] = kernels::float_to_float16(sum[i]);
-    scale_copy(rounded.data(), out.data(), 9, DataType::float16, post);
+    scale_copy(rounded.data(), out.data(), 9, DataType::float16,
+               device_scale_factor(DataType::float16, post));
     return out;
   };
   run_ranks(2, [&](Engine& e, int rank) {
@@ -221,6 +225,15 @@ TEST(EngineGpuHost, ScalingFollowsTheGpuRules) {
     const float p = static_cast<float>(pre), q = static_cast<float>(post);
     for (std::size_t i = 0; i < 9; ++i) ASSERT_EQ(f[i], (f0[i] * p + f1[i] * p) * q) << i;
   });
+}
+
+// The GPU rule for the factor: rounded to a 16-bit float tensor's own type (Horovod's kernels
+// multiply by __float2half(factor); its tests expect factor.half() * tensor), as given else.
+TEST(EngineGpuHost, SixteenBitFloatsTakeTheFactorRoundedToTheirType) {
+  EXPECT_EQ(device_scale_factor(DataType::float16, 0.1), 0.0999755859375);
+  EXPECT_EQ(device_scale_factor(DataType::bfloat16, 0.1), 0.10009765625);
+  EXPECT_EQ(device_scale_factor(DataType::float32, 0.1), 0.1);
+  EXPECT_EQ(device_scale_factor(DataType::int32, 0.1), 0.1);
 }
 
 // A bucket of many tensors fused into one collective, with a rank that joined contributing
