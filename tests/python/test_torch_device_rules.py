@@ -28,17 +28,19 @@ class FakeGpu:
 
     def __enter__(self):
         self.saved = (hvd._is_cuda, hvd._GPU_BUILT, hvd._GPU_USABLE, hvd._device_view,
-                      _riseml.device_allreduce_async)
+                      hvd._device_and_stream, _riseml.device_allreduce_async)
         cuda = self.cuda
         hvd._is_cuda = (lambda t: True) if cuda is None else (
             lambda t: any(t is c for c in cuda))
         hvd._GPU_BUILT = hvd._GPU_USABLE = True
         hvd._device_view = lambda t: (t.detach().contiguous(), hvd._DTYPE_NAMES[t.dtype],
                                       0, 0)
+        hvd._device_and_stream = lambda t: (0, 0)
 
         def device_allreduce(ins, outs, shapes, dtype, device, stream, name, op, pre, post, ps):
             assert (device, stream) == (0, 0)
             self.device_calls.append((name, len(ins), op, pre, post))
+            self.shapes = shapes
             return _riseml.host_grouped_allreduce_async(ins, outs, shapes, dtype, name, op, pre,
                                                         post, ps, None)
 
@@ -47,7 +49,7 @@ class FakeGpu:
 
     def __exit__(self, *exc):
         (hvd._is_cuda, hvd._GPU_BUILT, hvd._GPU_USABLE, hvd._device_view,
-         _riseml.device_allreduce_async) = self.saved
+         hvd._device_and_stream, _riseml.device_allreduce_async) = self.saved
 
 
 def my_rows(rows):
@@ -118,6 +120,31 @@ def test_grouped_reducescatter_on_the_gpu_path_is_one_allreduce():
         check.raises(hvd.RisemlValueError, hvd.grouped_reducescatter, [xs[0], xs[1].double()],
                      match="one dtype on one device")
     assert issubclass(hvd.RisemlValueError, RuntimeError)
+
+
+def test_dense_gpu_tensors_are_reduced_in_their_storage():
+    """A CUDA tensor whose memory is dense but not contiguous (a channels_last conv gradient; a
+    transposed matrix here) goes to the engine as one flat run of its storage: no contiguous
+    copy, the result lands in the tensor itself (in place) or in an output laid out alike."""
+    n = hvd.size()
+    for dtype in (torch.float32, torch.int64):
+        base = torch.arange(24, dtype=torch.float64).view(4, 6) + hvd.rank()
+        x = base.to(dtype).t()  # 6 x 4, strides (1, 6): dense, not contiguous
+        assert hvd._is_dense(x) and not x.is_contiguous()
+        assert not hvd._is_dense(base[:, ::2]) and hvd._is_dense(base.view(2, 2, 6).transpose(0, 2))
+        storage = x.data_ptr()
+        want = (sum(torch.arange(24, dtype=torch.float64).view(4, 6) + k for k in range(n))
+                .to(dtype).t())
+        with FakeGpu() as gpu:
+            out = hvd.allreduce_(x, op=hvd.Sum)
+        assert out is x and x.data_ptr() == storage, "not reduced in place"
+        assert gpu.shapes == [[24]], gpu.shapes
+        assert torch.equal(x, want), (x, want)
+        y = base.to(dtype).t()
+        with FakeGpu() as gpu:
+            got = hvd.allreduce(y, op=hvd.Sum)
+        assert gpu.shapes == [[24]] and got.stride() == y.stride(), (gpu.shapes, got.stride())
+        assert torch.equal(got, want) and torch.equal(y, base.to(dtype).t())
 
 
 def test_reductions_of_int16_and_bool_take_the_host_path():

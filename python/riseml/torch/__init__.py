@@ -105,8 +105,8 @@ def _device_view(tensor):
     if name is None:
         raise TypeError("riseml: unsupported dtype %s (float16/32/64, bfloat16, "
                         "int8/16/32/64, uint8, bool)" % t.dtype)
-    device = t.device.index if t.device.index is not None else _torch.cuda.current_device()
-    return t, name, device, _torch.cuda.current_stream(t.device).cuda_stream
+    device, stream = _device_and_stream(t)
+    return t, name, device, stream
 
 
 def _cpu_view(tensor):
@@ -168,6 +168,56 @@ def _host_pointers_fit(tensor, output):
             and output.shape == tensor.shape and output.is_contiguous())
 
 
+# torch's current CUDA stream as an integer, without making a Stream object (torch 2.x).
+_raw_stream = getattr(_torch._C, "_cuda_getCurrentRawStream", None)
+
+
+def _device_and_stream(tensor):
+    """(CUDA device index of `tensor`, torch's current stream there as an integer)."""
+    index = tensor.device.index
+    if index is None:
+        index = _torch.cuda.current_device()
+    if _raw_stream is not None:
+        return index, _raw_stream(index)
+    return index, _torch.cuda.current_stream(index).cuda_stream
+
+
+def _is_dense(t):
+    """True when `t`'s elements fill one run of its storage, each once, in some order
+    (contiguous, channels_last, a transpose): an elementwise reduction may take the run."""
+    if t.is_contiguous():
+        return True
+    expected = 1
+    for stride, size in sorted((st, sz) for st, sz in zip(t.stride(), t.shape) if sz != 1):
+        if stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+def _dense_on_gpu(tensor, output, name, op, prescale_factor, postscale_factor, set_id):
+    """The common GPU case, fast (every gradient of DistributedOptimizer): one CUDA tensor whose
+    memory is dense (contiguous, or channels_last as a conv layer's gradient is) is reduced
+    elementwise straight in its storage: no contiguous copy and no copy back. The output is the
+    tensor itself or laid out alike (empty_like). None when it does not fit."""
+    if op == Adasum or not _is_dense(tensor):
+        return None
+    dtype = _DTYPE_NAMES.get(tensor.dtype)
+    count = tensor.numel()
+    if dtype is None or count == 0:
+        return None
+    if output is not tensor and (output.dtype != tensor.dtype or output.device != tensor.device
+                                 or output.shape != tensor.shape
+                                 or output.stride() != tensor.stride()):
+        return None
+    index, stream = _device_and_stream(tensor)
+    h = _riseml.device_allreduce_async([tensor.data_ptr()], [output.data_ptr()], [[count]], dtype,
+                                       index, stream, name, op, prescale_factor, postscale_factor,
+                                       set_id)
+    _handles[h] = (output, output, tensor)
+    return h
+
+
 def _allreduce_into(tensor, output, name, op, prescale_factor, postscale_factor, process_set):
     set_id = _check_process_set(process_set)
     if _host_pointers_fit(tensor, output):
@@ -177,6 +227,9 @@ def _allreduce_into(tensor, output, name, op, prescale_factor, postscale_factor,
         _handles[h] = (output, output)
         return h
     if _on_gpu(tensor, reduction=True):
+        h = _dense_on_gpu(tensor, output, name, op, prescale_factor, postscale_factor, set_id)
+        if h is not None:
+            return h
         return _grouped_on_gpu([tensor], [output], name, op, prescale_factor, postscale_factor,
                                set_id, single=True)
     src, src_cpu, dtype = _cpu_view(tensor)
