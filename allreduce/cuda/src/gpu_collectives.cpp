@@ -79,6 +79,9 @@ GpuCollectives::GpuCollectives(Communicator& cpu, const GpuOptions& options)
   NcclOptions nccl_options;
   nccl_options.device = s.options.device;
   nccl_options.timeout = s.options.timeout;
+  // Flat: NCCL runs on the caller's stream (stream-ordered, no event pair per call); the
+  // hierarchical steps need the NCCL stream of their own for the copies through the host.
+  nccl_options.on_caller_stream = s.options.algorithm == GpuAlgorithm::flat;
   // Every rank offers an id; each rank takes that of its communicator's first rank (rank 0 for
   // flat, the host's first rank for hierarchical): one allgather serves both modes.
   const bool hierarchical = s.options.algorithm == GpuAlgorithm::hierarchical;
@@ -155,7 +158,7 @@ void GpuCollectives::allreduce(void* buffer, std::size_t count, DataType type, R
     if (split.shard) nccl.allgather(mine, base, split.shard, type, stream);
   }
   // After the collective on `stream` (NcclCommunicator orders the caller's stream after it).
-  if (op == ReduceOp::average) divide(type, buffer, count, s.cpu.size(), stream);
+  if (op == ReduceOp::average && s.cpu.size() > 1) divide(type, buffer, count, s.cpu.size(), stream);
 }
 
 void GpuCollectives::broadcast(void* buffer, std::size_t count, DataType type, int root,

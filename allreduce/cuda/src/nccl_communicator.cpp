@@ -85,6 +85,7 @@ struct NcclCommunicator::State {
   // timeout starts once the caller's own backlog is done, so a busy GPU is not a dead peer.
   cudaEvent_t caller_ready = nullptr;
   bool pending = false;
+  bool on_caller_stream = false;  // NcclOptions::on_caller_stream
   bool in_group = false;  // between ncclGroupStart and ncclGroupEnd
   bool failed = false;
   std::string abort_reason;  // why abort() was called, for later calls
@@ -153,6 +154,7 @@ struct NcclCommunicator::State {
                             "riseml nccl: the communicator failed earlier on " + where() +
                                 (abort_reason.empty() ? "" : ": " + abort_reason));
     check_cuda(cudaSetDevice(device), "cudaSetDevice");
+    if (on_caller_stream) return;
     if (!pending) {
       check_cuda(cudaEventRecord(caller_ready, caller), "cudaEventRecord");
       pending = true;
@@ -161,7 +163,11 @@ struct NcclCommunicator::State {
     check_cuda(cudaStreamWaitEvent(stream, before, 0), "cudaStreamWaitEvent");
   }
 
+  // Where the collective runs: our stream, or the caller's (on_caller_stream).
+  cudaStream_t on(cudaStream_t caller) const { return on_caller_stream ? caller : stream; }
+
   void end(cudaStream_t caller) {
+    if (on_caller_stream) return;
     check_cuda(cudaEventRecord(after, stream), "cudaEventRecord");
     check_cuda(cudaStreamWaitEvent(caller, after, 0), "cudaStreamWaitEvent");
   }
@@ -220,6 +226,7 @@ NcclCommunicator::NcclCommunicator(const NcclId& id_bytes, int rank, int size,
   s.rank = rank;
   s.size = size;
   s.timeout = options.timeout;
+  s.on_caller_stream = options.on_caller_stream;
   s.host = host_name();
   if (options.device >= 0) {
     s.device = options.device;
@@ -283,7 +290,7 @@ void NcclCommunicator::allreduce(const void* in, void* out, std::size_t count, D
   State& s = *state_;
   const ncclRedOp_t nccl_op = to_nccl(op, type);
   s.begin(caller);
-  s.enqueue(ncclAllReduce(in, out, count, to_nccl(type), nccl_op, s.comm, s.stream),
+  s.enqueue(ncclAllReduce(in, out, count, to_nccl(type), nccl_op, s.comm, s.on(caller)),
             "ncclAllReduce");
   s.end(caller);
 }
@@ -296,7 +303,7 @@ void NcclCommunicator::broadcast(void* buffer, std::size_t count, DataType type,
                           "riseml nccl: broadcast root " + std::to_string(root) +
                               " out of range on " + s.where());
   s.begin(caller);
-  s.enqueue(ncclBroadcast(buffer, buffer, count, to_nccl(type), root, s.comm, s.stream),
+  s.enqueue(ncclBroadcast(buffer, buffer, count, to_nccl(type), root, s.comm, s.on(caller)),
             "ncclBroadcast");
   s.end(caller);
 }
@@ -305,7 +312,7 @@ void NcclCommunicator::allgather(const void* in, void* out, std::size_t count, D
                                  cudaStream_t caller) {
   State& s = *state_;
   s.begin(caller);
-  s.enqueue(ncclAllGather(in, out, count, to_nccl(type), s.comm, s.stream), "ncclAllGather");
+  s.enqueue(ncclAllGather(in, out, count, to_nccl(type), s.comm, s.on(caller)), "ncclAllGather");
   s.end(caller);
 }
 
@@ -314,7 +321,7 @@ void NcclCommunicator::reduce_scatter(const void* in, void* out, std::size_t cou
   State& s = *state_;
   const ncclRedOp_t nccl_op = to_nccl(op, type);
   s.begin(caller);
-  s.enqueue(ncclReduceScatter(in, out, count, to_nccl(type), nccl_op, s.comm, s.stream),
+  s.enqueue(ncclReduceScatter(in, out, count, to_nccl(type), nccl_op, s.comm, s.on(caller)),
             "ncclReduceScatter");
   s.end(caller);
 }
@@ -335,7 +342,8 @@ void NcclCommunicator::allgatherv(const void* in, void* out, std::span<const std
     const std::size_t n = counts[static_cast<std::size_t>(r)];
     auto* dst = static_cast<std::byte*>(out) + offset * esize;
     const void* src = r == s.rank ? in : dst;
-    if (n) s.enqueue(ncclBroadcast(src, dst, n, to_nccl(type), r, s.comm, s.stream), "ncclBroadcast");
+    if (n)
+      s.enqueue(ncclBroadcast(src, dst, n, to_nccl(type), r, s.comm, s.on(caller)), "ncclBroadcast");
     offset += n;
   }
   s.in_group = false;

@@ -33,6 +33,10 @@ struct NcclOptions {
   int device = -1;
   // The rendezvous key of the unique id starts with this; distinct per concurrent setup.
   std::string rendezvous_prefix = "riseml.nccl";
+  // Collectives run on the caller's stream itself (no own stream, no events between the two):
+  // for a caller that orders and watches its stream itself (the engine's GPU path, with
+  // healthy() and abort()); synchronize() then waits for nothing of theirs.
+  bool on_caller_stream = false;
 };
 
 // "NCCL_DEBUG=INFO NCCL_IB_HCA==mlx5_0:1" or "no NCCL_* variables set": for error messages.
