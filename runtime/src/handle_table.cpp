@@ -14,10 +14,28 @@ CollectiveError unknown_handle(HandleId id) {
 
 }  // namespace
 
-HandleId HandleTable::add(engine::Handle handle, Attachment attachment, bool keeps_device_result) {
+void HandleTable::take_name(int process_set, const std::string& name) {
+  if (name.empty()) return;
+  std::lock_guard lock(mutex_);
+  if (!names_.emplace(process_set, name).second)
+    throw CollectiveError(ErrorKind::invalid_argument,
+                          "riseml: a collective named '" + name +
+                              "' is already in flight on this rank (submitted and not yet "
+                              "synchronized); synchronize it first or use another name");
+}
+
+void HandleTable::release_name(int process_set, const std::string& name) {
+  if (name.empty()) return;
+  std::lock_guard lock(mutex_);
+  names_.erase({process_set, name});
+}
+
+HandleId HandleTable::add(engine::Handle handle, Attachment attachment, bool keeps_device_result,
+                          int process_set, std::string name) {
   std::lock_guard lock(mutex_);
   const HandleId id = next_id_++;
-  pending_.emplace(id, Entry{std::move(handle), std::move(attachment), keeps_device_result});
+  pending_.emplace(id, Entry{std::move(handle), std::move(attachment), keeps_device_result,
+                             process_set, std::move(name)});
   return id;
 }
 
@@ -46,6 +64,7 @@ CompletedOperation HandleTable::wait(HandleId id) {
     std::lock_guard lock(mutex_);
     auto node = pending_.extract(id);
     if (!node) throw unknown_handle(id);  // another thread waited for it meanwhile
+    if (!node.mapped().name.empty()) names_.erase({node.mapped().process_set, node.mapped().name});
     if (succeeded && node.mapped().keeps_device_result)
       device_results_.emplace(id, node.mapped().handle);
     return node;
@@ -82,6 +101,7 @@ void HandleTable::clear() {
     std::lock_guard lock(mutex_);
     pending.swap(pending_);
     device_results.swap(device_results_);
+    names_.clear();
   }
 }
 

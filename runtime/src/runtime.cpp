@@ -341,8 +341,17 @@ HandleId Runtime::submit(int process_set, engine::Request request, Attachment at
   // A device allgather's bytes stay on the device until the caller has a tensor for them.
   const bool device_allgather = request.kind == engine::OpKind::allgather &&
                                 !request.tensors.empty() && request.tensors.front().device >= 0;
-  engine::Handle handle = engine(process_set)->enqueue(std::move(request));
-  return state_->handles.add(std::move(handle), std::move(attachment), device_allgather);
+  std::string name = request.name;  // empty for barrier and join (the engine names them)
+  state_->handles.take_name(process_set, name);
+  engine::Handle handle;
+  try {
+    handle = engine(process_set)->enqueue(std::move(request));
+  } catch (...) {
+    state_->handles.release_name(process_set, name);
+    throw;
+  }
+  return state_->handles.add(std::move(handle), std::move(attachment), device_allgather,
+                             process_set, std::move(name));
 }
 
 bool Runtime::poll(HandleId id) const { return state_->handles.poll(id); }

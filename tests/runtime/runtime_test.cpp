@@ -253,6 +253,38 @@ TEST(RuntimeHandles, AFailedOperationLetsGoOfItsAttachmentAndHandle) {
   });
 }
 
+// A name is taken from submission until it is waited for, even when the engine completed it
+// meanwhile (both ranks submitted; the second submission of that name before the wait is
+// refused every time, not by how fast the peer was); a refused submission gives its name back.
+TEST(RuntimeHandles, ANameIsTakenUntilItIsWaitedFor) {
+  run_ranks(facts_of({{0, 0}, 1}), [](Runtime& rt, int r) {
+    double x = r + 1.0, y = 0.0;
+    const HandleId id = rt.submit(0, test::host_request(engine::OpKind::allreduce, "dup",
+                                                        DataType::float64, &x, &x, {1}));
+    while (!rt.poll(id)) std::this_thread::yield();  // completed by the engine, not waited for
+    try {
+      rt.submit(0, test::host_request(engine::OpKind::allreduce, "dup", DataType::float64, &y,
+                                      &y, {1}));
+      ADD_FAILURE() << "a name in use was taken again";
+    } catch (const CollectiveError& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::invalid_argument);
+      EXPECT_EQ(std::string(e.what()),
+                "riseml: a collective named 'dup' is already in flight on this rank (submitted "
+                "and not yet synchronized); synchronize it first or use another name");
+    }
+    rt.wait(id);
+    EXPECT_EQ(x, 3.0);
+    // Free again after the wait; a refused submission (bad root) does not keep it.
+    auto bad = test::host_request(engine::OpKind::broadcast, "dup", DataType::float64, &y, &y, {1});
+    bad.root = 7;
+    EXPECT_THROW(rt.submit(0, std::move(bad)), CollectiveError);
+    y = r + 1.0;
+    rt.wait(rt.submit(0, test::host_request(engine::OpKind::allreduce, "dup", DataType::float64,
+                                            &y, &y, {1})));
+    EXPECT_EQ(y, 3.0);
+  });
+}
+
 TEST(RuntimeProcessSets, DisjointSetsOverTheInMemoryRendezvous) {
   run_ranks(facts_of({{0, 0, 0, 0}, 1}), [](Runtime& rt, int r) {
     const int evens = rt.add_process_set({2, 0});

@@ -13,6 +13,9 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
+#include <string>
+#include <utility>
 
 namespace riseml::runtime {
 
@@ -32,9 +35,20 @@ class HandleTable {
   HandleTable(const HandleTable&) = delete;
   HandleTable& operator=(const HandleTable&) = delete;
 
+  // A name stays taken from submission until the caller waited for it (not only until the
+  // engine completed it, which a fast peer may make happen between two calls): the same name
+  // submitted twice before a wait is refused every time, not by chance (Horovod's
+  // duplicate-name rule). Throws CollectiveError(invalid_argument) when `name` (non-empty) is
+  // taken in `process_set`; else takes it. release_name() gives it back when the submission
+  // failed.
+  void take_name(int process_set, const std::string& name);
+  void release_name(int process_set, const std::string& name);
+
   // `keeps_device_result`: an allgather of device tensors, whose bytes stay on the device
   // after wait() until copy_device_result() takes them. Ids start at 1 and are never reused.
-  HandleId add(engine::Handle handle, Attachment attachment, bool keeps_device_result);
+  // The name taken for it (take_name) is given back when it leaves the table.
+  HandleId add(engine::Handle handle, Attachment attachment, bool keeps_device_result,
+               int process_set = 0, std::string name = {});
 
   // True once the operation completed. Throws CollectiveError(invalid_argument) for an id that
   // is not in the table.
@@ -59,9 +73,12 @@ class HandleTable {
     engine::Handle handle;
     Attachment attachment;
     bool keeps_device_result = false;
+    int process_set = 0;
+    std::string name;  // taken by take_name; empty: none
   };
   mutable std::mutex mutex_;
   std::map<HandleId, Entry> pending_;
+  std::set<std::pair<int, std::string>> names_;  // taken, per process set
   // Device allgathers between wait() (the caller learns the shape and allocates) and
   // copy_device_result().
   std::map<HandleId, engine::Handle> device_results_;
