@@ -174,7 +174,8 @@ TEST_P(CudaKernels, ScaleMatchesTheCpuBits) {
 TEST_P(CudaKernels, DivideMatchesCpuDivide) {
   const DataType t = GetParam();
   const std::size_t count = 100003;
-  for (int divisor : {1, 2, 3, 7, 48, 1000}) {
+  // Powers of two (multiplied by their exact reciprocal) and others (divided).
+  for (int divisor : {1, 2, 3, 7, 48, 1000, 64, -4, -3, 1 << 30}) {
     auto expected = random_values(t, count);
     DeviceBuffer d(expected.size());
     d.upload(expected);
@@ -183,6 +184,49 @@ TEST_P(CudaKernels, DivideMatchesCpuDivide) {
     kernels::divide(t, expected.data(), count, divisor);
     const auto got = d.download<unsigned char>(expected.size());
     EXPECT_EQ(first_bit_difference(got, expected), -1) << to_string(t) << " / " << divisor;
+  }
+}
+
+// Every 16-bit pattern scaled and divided (the hardware conversions on the vector body, the
+// software ones for a vector holding a NaN): the CPU's bits wherever the result is a number.
+// Where the input or the result is a NaN, only NaN is required: the GPU's float32 arithmetic
+// returns the canonical NaN while the CPU's keeps the payload (as before the hardware
+// conversions). NaNs are spread through the data so most vectors take the fallback next to
+// plain ones.
+TEST_P(CudaHalfKernels, ScaleAndDivideEveryBitPatternAsTheCpu) {
+  const DataType t = GetParam();
+  std::vector<std::uint16_t> in(65536);
+  for (std::size_t i = 0; i < in.size(); ++i) in[i] = static_cast<std::uint16_t>(i * 40503u);
+  const auto is_nan = [t](std::uint16_t h) {
+    return t == DataType::float16 ? (h & 0x7fffu) > 0x7c00u : (h & 0x7fffu) > 0x7f80u;
+  };
+  DeviceBuffer d(in.size() * 2);
+  for (int op = 0; op < 10; ++op) {
+    const double factors[] = {0.5, 1.0 / 3.0, 3.0, 1e-3, 1e5, 0.0};
+    const int divisors[] = {3, 4, -6, 1};
+    std::vector<std::uint16_t> expected = in;
+    auto* bytes = reinterpret_cast<unsigned char*>(expected.data());
+    d.upload(in);
+    std::string what;
+    if (op < 6) {
+      scale(t, d.get(), in.size(), factors[op], nullptr);
+      scale_on_cpu(t, bytes, in.size(), factors[op]);
+      what = "scale " + std::to_string(factors[op]);
+    } else {
+      divide(t, d.get(), in.size(), divisors[op - 6], nullptr);
+      kernels::divide(t, bytes, in.size(), divisors[op - 6]);
+      what = "divide " + std::to_string(divisors[op - 6]);
+    }
+    RISEML_CUDA_OK(cudaDeviceSynchronize());
+    const auto got = d.download<std::uint16_t>(in.size());
+    long bad = -1;
+    for (std::size_t i = 0; i < in.size() && bad < 0; ++i) {
+      const bool nan = is_nan(in[i]) || is_nan(expected[i]);
+      if (nan ? !is_nan(got[i]) : got[i] != expected[i]) bad = static_cast<long>(i);
+    }
+    EXPECT_EQ(bad, -1) << to_string(t) << " " << what << ": input 0x" << std::hex
+                       << (bad >= 0 ? in[bad] : 0) << " gpu 0x" << (bad >= 0 ? got[bad] : 0)
+                       << " cpu 0x" << (bad >= 0 ? expected[bad] : 0);
   }
 }
 
@@ -426,6 +470,50 @@ TEST_F(CudaFusion, PacksAndUnpacks1024MixedTensorsInOneLaunch) {
 
 TEST_F(CudaFusion, PacksAndUnpacksMoreTensorsThanOneLaunchHolds) {
   pack_and_unpack_mixed(kMaxFusedTensors * 2 + 17, 22);
+}
+
+// The fallback: every table in the kernel's parameters (no free slot, graph capture).
+TEST_F(CudaFusion, PacksAndUnpacksWithTheTableInTheParameters) {
+  use_parameter_tables_for_testing(true);
+  pack_and_unpack_mixed(1024, 25);
+  pack_and_unpack_mixed(kMaxFusedTensors * 2 + 17, 26);
+  use_parameter_tables_for_testing(false);
+}
+
+// The device tables: the same tensors again (the uploaded table reused), on another stream
+// (uploaded again), and more different tables in flight than the ring holds (the rest in the
+// parameters), none waited for until the end.
+TEST_F(CudaFusion, ReusesAndRotatesDeviceTablesWithoutWaiting) {
+  const std::size_t n = 700, each = 333;  // odd sizes: 4-byte and byte words, edges
+  const auto host = random_bytes(n * each, 31);
+  DeviceBuffer d_src(n * each), d_fusion(64 * n * each);
+  d_src.upload(host);
+  std::vector<const void*> srcs(n);
+  std::vector<std::size_t> bytes(n, each);
+  for (std::size_t i = 0; i < n; ++i) srcs[i] = d_src.as<unsigned char>() + i * each;
+  cudaStream_t other = nullptr;
+  RISEML_CUDA_OK(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking));
+  // Call k packs tensors [k % 5, n) (a different table for each k % 5) into fusion region k;
+  // calls 0..4 and 40..44 twice in a row (the same table), 20..29 on the other stream.
+  std::vector<std::size_t> firsts;
+  for (std::size_t k = 0; k < 64; ++k) {
+    const std::size_t first = k % 5;
+    const bool twice = k < 5 || (k >= 40 && k < 45);
+    cudaStream_t s = k >= 20 && k < 30 ? other : nullptr;
+    unsigned char* region = d_fusion.as<unsigned char>() + k * n * each;
+    for (int r = 0; r < (twice ? 2 : 1); ++r)
+      pack(region, srcs.data() + first, bytes.data() + first, n - first, s);
+    firsts.push_back(first);
+  }
+  RISEML_CUDA_OK(cudaDeviceSynchronize());
+  RISEML_CUDA_OK(cudaStreamDestroy(other));
+  const auto got = d_fusion.download<unsigned char>(64 * n * each);
+  for (std::size_t k = 0; k < 64; ++k) {
+    const std::size_t len = (n - firsts[k]) * each;
+    ASSERT_TRUE(std::equal(got.begin() + k * n * each, got.begin() + k * n * each + len,
+                           host.begin() + firsts[k] * each))
+        << "call " << k;
+  }
 }
 
 // One 64 MiB tensor, 4 bytes into its allocation and its fusion buffer: spread over many blocks.

@@ -36,15 +36,22 @@ void widen_to_float(DataType half_type, const void* in, float* out, std::size_t 
 
 // Fusion buffer: tensor i (bytes[i] bytes) lies at fusion + sum of bytes[j < i]. `tensors` and
 // `bytes` are host arrays (of device pointers), read before the call returns. One launch per
-// kMaxFusedTensors tensors: the whole table travels in the kernel's parameters (CUDA 12.1+ and
-// a driver of R530 or later for more than 4 KiB), so nothing is uploaded, allocated or waited
-// for. Tensors may have any alignment: each is copied 16 bytes at a time where it and its place
-// in the fusion buffer are 16-byte aligned alike, else with the widest word (8, 4, 2, 1 bytes)
-// at which they are.
+// kMaxFusedTensors tensors. The table (offsets, pointers) goes to the device through a ring of
+// pinned staging buffers and device buffers made on the first call on each device (one
+// cudaMemcpyAsync on `stream`, none when the table is the previous call's on that stream); when
+// no slot is free without waiting, or `stream` is being captured into a graph, it travels in the
+// kernel's parameters instead (CUDA 12.1+ and a driver of R530 or later for more than 4 KiB).
+// Nothing waits for the device. Tensors may have any alignment: each is copied 16 bytes at a
+// time where it and its place in the fusion buffer are 16-byte aligned alike, else with the
+// widest word (8, 4, 2, 1 bytes) at which they are.
 inline constexpr std::size_t kMaxFusedTensors = 1792;
 void pack(void* fusion, const void* const* tensors, const std::size_t* bytes, std::size_t n,
           cudaStream_t stream);
 void unpack(const void* fusion, void* const* tensors, const std::size_t* bytes, std::size_t n,
             cudaStream_t stream);
+
+// Tests only: true sends every fusion table in the kernel's parameters (the fallback path),
+// false (the default) through the device tables.
+void use_parameter_tables_for_testing(bool on);
 
 }  // namespace riseml::cuda
