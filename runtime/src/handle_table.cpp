@@ -17,7 +17,7 @@ CollectiveError unknown_handle(HandleId id) {
 void HandleTable::take_name(int process_set, const std::string& name) {
   if (name.empty()) return;
   std::lock_guard lock(mutex_);
-  if (!names_.emplace(process_set, name).second)
+  if (!names_[process_set].insert(name).second)
     throw CollectiveError(ErrorKind::invalid_argument,
                           "riseml: a collective named '" + name +
                               "' is already in flight on this rank (submitted and not yet "
@@ -27,7 +27,7 @@ void HandleTable::take_name(int process_set, const std::string& name) {
 void HandleTable::release_name(int process_set, const std::string& name) {
   if (name.empty()) return;
   std::lock_guard lock(mutex_);
-  names_.erase({process_set, name});
+  names_[process_set].erase(name);
 }
 
 HandleId HandleTable::add(engine::Handle handle, Attachment attachment, bool keeps_device_result,
@@ -64,7 +64,7 @@ CompletedOperation HandleTable::wait(HandleId id) {
     std::lock_guard lock(mutex_);
     auto node = pending_.extract(id);
     if (!node) throw unknown_handle(id);  // another thread waited for it meanwhile
-    if (!node.mapped().name.empty()) names_.erase({node.mapped().process_set, node.mapped().name});
+    if (!node.mapped().name.empty()) names_[node.mapped().process_set].erase(node.mapped().name);
     if (succeeded && node.mapped().keeps_device_result)
       device_results_.emplace(id, node.mapped().handle);
     return node;

@@ -13,9 +13,9 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <set>
 #include <string>
-#include <utility>
+#include <unordered_map>
+#include <unordered_set>
 
 namespace riseml::runtime {
 
@@ -78,7 +78,7 @@ class HandleTable {
   };
   mutable std::mutex mutex_;
   std::map<HandleId, Entry> pending_;
-  std::set<std::pair<int, std::string>> names_;  // taken, per process set
+  std::unordered_map<int, std::unordered_set<std::string>> names_;  // taken, per process set
   // Device allgathers between wait() (the caller learns the shape and allocates) and
   // copy_device_result().
   std::map<HandleId, engine::Handle> device_results_;
