@@ -3,6 +3,7 @@
 // strategy runs as on a GPU (type rules, scaling, fusion, joined ranks' zeros, completion
 // deferred to the path's watcher thread), with the CPU communicator in place of NCCL. So CI
 // checks the GPU path's logic on every build; tests/cuda runs the same on a real GPU.
+#include "engine_ranks.hpp"
 #include "scaling.hpp"
 
 #include <riseml/half_float.hpp>
@@ -34,27 +35,8 @@ EngineOptions standin() {
   return o;
 }
 
-void run_ranks(int n, const std::function<void(Engine&, int)>& body,
-               const std::function<EngineOptions(int)>& options_for = [](int) { return standin(); }) {
-  auto hub = std::make_shared<InMemoryRendezvousHub>(n);
-  std::vector<std::string> errors(static_cast<std::size_t>(n));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        InMemoryRendezvous rendezvous(hub, r);
-        CommunicatorOptions c;
-        c.transport = TransportChoice::inproc;
-        c.timeout = std::chrono::seconds(20);
-        Engine engine(rendezvous, c, options_for(r));
-        body(engine, r);
-      } catch (const std::exception& e) {
-        errors[static_cast<std::size_t>(r)] = e.what();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (int r = 0; r < n; ++r) EXPECT_EQ(errors[static_cast<std::size_t>(r)], "") << "rank " << r;
+void run_ranks(int n, const testing::Body& body) {
+  testing::run_engines(n, [](int) { return standin(); }, body);
 }
 
 Request device_request(OpKind kind, std::string name, DataType type) {

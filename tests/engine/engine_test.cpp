@@ -1,4 +1,6 @@
 // The engine with ranks as threads of this process (in-memory rendezvous, in-process transport).
+#include "engine_ranks.hpp"
+
 #include <riseml/cuda/status.hpp>
 #include <riseml/engine/engine.hpp>
 #include <riseml/in_memory_rendezvous.hpp>
@@ -21,35 +23,9 @@
 namespace riseml::engine {
 namespace {
 
-using Body = std::function<void(Engine&, int)>;
-
-CommunicatorOptions inproc() {
-  CommunicatorOptions o;
-  o.transport = TransportChoice::inproc;
-  o.timeout = std::chrono::seconds(20);
-  return o;
-}
-
-// Runs `body` on n ranks; rethrows (as a test failure) what a rank threw.
-void run_engines(int n, const std::function<EngineOptions(int)>& options_for, const Body& body,
-                 const CommunicatorOptions& communicator = inproc()) {
-  auto hub = std::make_shared<InMemoryRendezvousHub>(n);
-  std::vector<std::string> errors(static_cast<std::size_t>(n));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        InMemoryRendezvous rendezvous(hub, r);
-        Engine engine(rendezvous, communicator, options_for(r));
-        body(engine, r);
-      } catch (const std::exception& e) {
-        errors[static_cast<std::size_t>(r)] = e.what();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (int r = 0; r < n; ++r) EXPECT_EQ(errors[static_cast<std::size_t>(r)], "") << "rank " << r;
-}
+using testing::Body;
+using testing::inproc;
+using testing::run_engines;
 
 void run_engines(int n, const Body& body) {
   run_engines(n, [](int) { return EngineOptions{}; }, body);
