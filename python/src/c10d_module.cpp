@@ -19,6 +19,9 @@ using riseml::torch_distributed::ProcessGroupRiseml;
 PYBIND11_MODULE(_riseml_c10d, m) {
   m.doc() = "riseml's torch.distributed backend (use riseml.torch.distributed)";
   py::module_::import("torch.distributed");
+  // Whether the backend takes CUDA tensors (through NCCL on its own stream): a build for a CUDA
+  // torch with riseml's GPU support.
+  m.attr("cuda_tensors") = false;
 
   py::class_<PmixWorld>(m, "PmixWorld")
       .def(py::init<std::chrono::milliseconds>(), py::arg("timeout"),
@@ -38,7 +41,7 @@ PYBIND11_MODULE(_riseml_c10d, m) {
       "create_process_group",
       [](const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
          std::chrono::milliseconds timeout,
-         const PmixWorld* world) -> c10::intrusive_ptr<c10d::ProcessGroup> {
+         const PmixWorld* world) -> c10::intrusive_ptr<riseml::torch_distributed::BackendBase> {
         ProcessGroupOptions options;
         options.communicator = riseml::CommunicatorOptions::from_environment();
         if (world != nullptr) options.job_secret = world->job_secret();

@@ -231,9 +231,11 @@ PYBIND11_MODULE(_riseml, m) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const CollectiveError& e) {
-      (e.kind() == ErrorKind::invalid_argument ? value_error : error)(e.what());
+      // PyErr_SetString: the same call on Debian's pybind11 2.10 and pip's 3.x.
+      PyErr_SetString((e.kind() == ErrorKind::invalid_argument ? value_error : error).ptr(),
+                      e.what());
     } catch (const RendezvousError& e) {
-      error(e.what());
+      PyErr_SetString(error.ptr(), e.what());
     }
   });
   using py::arg;

@@ -94,7 +94,7 @@ std::byte* nothing() {
 ProcessGroupRiseml::ProcessGroupRiseml(const c10::intrusive_ptr<c10d::Store>& store, int rank,
                                        int size, std::chrono::milliseconds timeout,
                                        const ProcessGroupOptions& options)
-    : c10d::ProcessGroup(rank, size), store_(store), timeout_(timeout) {
+    : BackendBase(rank, size), store_(store), timeout_(timeout), options_(options) {
   CommunicatorOptions communicator_options = options.communicator;
   communicator_options.timeout = timeout;
   try {
@@ -522,6 +522,100 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::alltoall(std::vector<at::Tens
                    unflatten(flat_out, outs);
                  });
 }
+
+#if RISEML_TORCH_MAJOR >= 2
+c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::allgather_into_tensor_coalesced(
+    std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+    const c10d::AllgatherOptions&) {
+  const char* op = "allgather_into_tensor_coalesced";
+  if (inputs.empty() || inputs.size() != outputs.size())
+    refuse(op, "takes as many output tensors as input tensors, at least one");
+  check_list(inputs, op);
+  check_list(outputs, op);
+  for (std::size_t i = 0; i < inputs.size(); ++i)
+    if (outputs[i].scalar_type() != inputs[i].scalar_type() ||
+        outputs[i].numel() != inputs[i].numel() * size_)
+      refuse(op, "output " + std::to_string(i) + " must hold world size (" +
+                     std::to_string(size_) + ") times input " + std::to_string(i) +
+                     "'s elements, of its dtype");
+  std::vector<at::Tensor> ins = inputs;
+  std::vector<at::Tensor> outs = outputs;
+  return enqueue(queue_, c10d::OpType::COALESCED, outputs, [this, ins, outs]() mutable {
+    // One allgather of the packed inputs; rank r's piece of every input lies at r's block of
+    // the result, from which each output takes its slices.
+    at::Tensor flat_in = flat_view(ins, *scratch_, 0);
+    at::Tensor all = scratch_->take(1, size_ * flat_in.numel(), flat_in.options());
+    const CoreView v = core_view(flat_in, "allgather_into_tensor_coalesced");
+    communicator_->allgather(v.data, all.data_ptr(), v.count, v.type);
+    at::Tensor blocks = all.view({size_, flat_in.numel()});
+    int64_t offset = 0;
+    for (std::size_t i = 0; i < ins.size(); ++i) {
+      const int64_t n = ins[i].numel();
+      outs[i].view({size_, n}).copy_(blocks.narrow(1, offset, n));
+      offset += n;
+    }
+  });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::reduce_scatter_tensor_coalesced(
+    std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+    const c10d::ReduceScatterOptions& opts) {
+  const char* op = "reduce_scatter_tensor_coalesced";
+  if (inputs.empty() || inputs.size() != outputs.size())
+    refuse(op, "takes as many output tensors as input tensors, at least one");
+  check_list(inputs, op);
+  check_list(outputs, op);
+  for (std::size_t i = 0; i < inputs.size(); ++i)
+    if (outputs[i].scalar_type() != inputs[i].scalar_type() ||
+        inputs[i].numel() != outputs[i].numel() * size_)
+      refuse(op, "input " + std::to_string(i) + " must hold world size (" +
+                     std::to_string(size_) + ") times output " + std::to_string(i) +
+                     "'s elements, of its dtype");
+  const Reduction r = reduction_for(opts.reduceOp, outputs.front(), op);
+  std::vector<at::Tensor> ins = inputs;
+  std::vector<at::Tensor> outs = outputs;
+  return enqueue(queue_, c10d::OpType::COALESCED, outputs, [this, ins, outs, r]() mutable {
+    // Rank-major packing: rank r's block holds r's chunk of every input, so one
+    // reduce-scatter gives each rank its chunk of every input, back to back.
+    int64_t per_rank = 0;
+    for (const auto& t : outs) per_rank += t.numel();
+    at::Tensor packed = scratch_->take(0, size_ * per_rank, ins.front().options());
+    at::Tensor blocks = packed.view({size_, per_rank});
+    int64_t offset = 0;
+    for (std::size_t i = 0; i < ins.size(); ++i) {
+      const int64_t n = outs[i].numel();
+      blocks.narrow(1, offset, n).copy_(ins[i].reshape({size_, n}));
+      offset += n;
+    }
+    at::Tensor mine = scratch_->take(1, per_rank, ins.front().options());
+    const CoreView in = core_view(packed, "reduce_scatter_tensor_coalesced");
+    const CoreView out = core_view(mine, "reduce_scatter_tensor_coalesced");
+    if (r.bitwise == Bitwise::none) {
+      communicator_->reduce_scatter(in.data, out.data, out.count, in.type, r.op);
+    } else {
+      at::Tensor all = at::empty({size_, packed.numel()}, packed.options());
+      communicator_->allgather(in.data, all.data_ptr(), in.count, in.type);
+      std::vector<at::Tensor> parts;
+      for (const auto& row : all.unbind(0)) parts.push_back(row.narrow(0, rank_ * per_rank, per_rank));
+      fold_bitwise(r.bitwise, mine, parts);
+    }
+    unflatten(mine, outs);
+  });
+}
+
+c10::intrusive_ptr<c10d::Backend> ProcessGroupRiseml::split(
+    const c10::intrusive_ptr<c10d::Store>& store, const std::vector<int>& ranks,
+    const c10::intrusive_ptr<Options>& opts) {
+  const auto me = std::find(ranks.begin(), ranks.end(), rank_);
+  if (me == ranks.end()) return nullptr;  // this rank is in none of the new groups
+  for (int r : ranks) check_root(r, size_, "split_group");
+  const auto timeout = opts != nullptr ? opts->timeout : timeout_;
+  // A clone: the new group's setup blocks on the store, which must not hold up the parent's.
+  return c10::make_intrusive<ProcessGroupRiseml>(
+      store->clone(), static_cast<int>(me - ranks.begin()), static_cast<int>(ranks.size()),
+      timeout, options_);
+}
+#endif
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::barrier(const c10d::BarrierOptions&) {
   return enqueue(queue_, c10d::OpType::BARRIER, {}, [this] { communicator_->barrier(); });

@@ -19,6 +19,7 @@ import os as _os
 import socket as _socket
 import sys as _sys
 
+import torch as _torch
 import torch.distributed as _dist
 
 import _riseml_c10d
@@ -31,6 +32,9 @@ _shard_import_fix.apply()
 _rendezvous = _sys.modules["torch.distributed.rendezvous"]
 
 BACKEND = "riseml"
+_TORCH_MAJOR = int(_torch.__version__.split(".")[0])
+# The device types the backend takes tensors of.
+_DEVICES = ["cpu", "cuda"] if _riseml_c10d.cuda_tensors else ["cpu"]
 __all__ = ["BACKEND", "setup_environment", "launched_by_pmix"]
 
 _pmix_world = None  # this process's PMIx world, once asked for
@@ -150,7 +154,12 @@ def _monitored_barrier_for(original):
 
 def _register():
     if BACKEND.upper() not in _dist.Backend._plugins:
-        _dist.Backend.register_backend(BACKEND, _create_process_group)
+        if _TORCH_MAJOR >= 2:
+            # torch 2: a Backend per device type; "riseml" alone or per device
+            # ("cpu:riseml,cuda:nccl").
+            _dist.Backend.register_backend(BACKEND, _create_process_group, devices=_DEVICES)
+        else:
+            _dist.Backend.register_backend(BACKEND, _create_process_group)
     if not getattr(_dist.monitored_barrier, "_riseml", False):
         patched = _monitored_barrier_for(_dist.monitored_barrier)
         _dist.monitored_barrier = patched

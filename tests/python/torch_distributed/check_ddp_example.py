@@ -12,7 +12,7 @@ launch, train, n = sys.argv[1], sys.argv[2], sys.argv[3]
 
 
 def final(backend, extra):
-    cmd = [launch, "-n", n, "--timeout", "200", "--", "/usr/bin/python3", train, "--backend",
+    cmd = [launch, "-n", n, "--timeout", "200", "--", sys.executable, train, "--backend",
            backend, "--epochs", "4"] + extra
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=260)
     lines = [l for l in out.stdout.splitlines() if l.startswith('{"epochs"')]

@@ -1,5 +1,5 @@
 """Runs PyTorch's own distributed test suite (torch/testing/_internal/distributed/
-distributed_test.py, shipped in Debian's python3-torch) against a backend, the way out-of-tree
+distributed_test.py, shipped in torch's wheel and in Debian's python3-torch) against a backend, the way out-of-tree
 backends run it: BACKEND=riseml (or gloo, to compare in the same run), WORLD_SIZE=2 or 3, one
 spawned process per rank, file:// rendezvous in TEMP_DIR.
 
@@ -15,7 +15,8 @@ import os
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "stand_ins"))
+# expecttest from PyPI when the Python has it (the test venv); else the stand-in (Debian has none).
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "stand_ins"))
 os.environ.setdefault("BACKEND", "riseml")
 # The backend the suite selects its tests for (decorators read BACKEND at import).
 _selected_as = os.environ.get("RISEML_SUITE_AS")
@@ -32,13 +33,18 @@ if "TEMP_DIR" not in os.environ:
 if _backend == "riseml":
     import riseml.torch.distributed  # noqa: F401  registers the backend (also in each rank)
 
-import torch.nn.parallel._replicated_tensor_ddp_utils as _replicated  # noqa: E402
 from torch.testing._internal.common_distributed import DistTestCases  # noqa: E402
 
-# Each rank of the suite switches DDP to ReplicatedTensor, which imports torch.distributed._shard;
-# with Debian's torch 1.13 on Python 3.11 that import fails (a dataclass field default that 3.11
-# refuses), so every DDP test would fail for every backend. The switch stays off, for all.
-_replicated._set_ddp_with_replicated_tensor = lambda value: None
+try:  # torch 1.13 only
+    import torch.nn.parallel._replicated_tensor_ddp_utils as _replicated  # noqa: E402
+except ImportError:
+    _replicated = None
+if _replicated is not None:
+    # Each rank of the suite switches DDP to ReplicatedTensor, which imports
+    # torch.distributed._shard; with Debian's torch 1.13 on Python 3.11 that import fails (a
+    # dataclass field default that 3.11 refuses), so every DDP test would fail for every
+    # backend. The switch stays off, for all.
+    _replicated._set_ddp_with_replicated_tensor = lambda value: None
 
 if _backend == "riseml":
     for feature in ("plugin", "ddp", "subgroup"):

@@ -1,4 +1,5 @@
-// The `riseml` backend of torch.distributed: a c10d ProcessGroup whose collectives run on the
+// The `riseml` backend of torch.distributed: a c10d Backend (torch 2.x; on torch 1.13, where
+// backends are ProcessGroups, a ProcessGroup) whose collectives run on the
 // riseml core (shared memory within a host, authenticated TCP across hosts). Every operation is
 // queued to one worker thread per group (a caller blocked in Work::wait runs the queue itself
 // while the worker is idle) and returns a Work whose future completes with the output tensors;
@@ -8,8 +9,12 @@
 
 #include <riseml/communicator.hpp>
 
-#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
+#if RISEML_TORCH_MAJOR >= 2
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#else
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#endif
 
 #include <atomic>
 #include <chrono>
@@ -35,7 +40,15 @@ struct ProcessGroupOptions {
   std::optional<std::vector<std::byte>> job_secret;
 };
 
-class ProcessGroupRiseml : public c10d::ProcessGroup {
+// What torch's backends derive from: torch 2 split the ProcessGroup (the user's handle, one per
+// group) from the Backend (one per device type of a group).
+#if RISEML_TORCH_MAJOR >= 2
+using BackendBase = c10d::Backend;
+#else
+using BackendBase = c10d::ProcessGroup;
+#endif
+
+class ProcessGroupRiseml : public BackendBase {
  public:
   // Collective over the group's members: sets up the core's transports through `store`.
   // Throws std::runtime_error naming the cause (a rank that did not arrive, a bad option).
@@ -80,6 +93,22 @@ class ProcessGroupRiseml : public c10d::ProcessGroup {
                                           std::vector<at::Tensor>& inputs,
                                           const c10d::AllToAllOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
+#if RISEML_TORCH_MAJOR >= 2
+  // torch 2.x: the coalesced forms FSDP uses (one all-gather / reduce-scatter per bucket of
+  // flat tensors), each one core call over the packed tensors.
+  c10::intrusive_ptr<c10d::Work> allgather_into_tensor_coalesced(
+      std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+      const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter_tensor_coalesced(
+      std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+      const c10d::ReduceScatterOptions& opts) override;
+  // split_group: a new riseml backend over `ranks` (global ranks of this group's world),
+  // set up through `store` (namespaced by torch for the new group).
+  bool supportsSplitting() const override { return true; }
+  c10::intrusive_ptr<c10d::Backend> split(const c10::intrusive_ptr<c10d::Store>& store,
+                                          const std::vector<int>& ranks,
+                                          const c10::intrusive_ptr<Options>& opts) override;
+#endif
   // Rank 0 waits for every other rank's arrival, through the store, up to the timeout, then
   // names the ranks that did not arrive (all of them with wait_all_ranks, else the first).
   void monitoredBarrier(const c10d::BarrierOptions& opts, bool wait_all_ranks) override;
@@ -109,6 +138,7 @@ class ProcessGroupRiseml : public c10d::ProcessGroup {
 
   c10::intrusive_ptr<c10d::Store> store_;
   std::chrono::milliseconds timeout_;
+  ProcessGroupOptions options_;  // what split() hands to the new group
   std::unique_ptr<StoreRendezvous> rendezvous_;  // also serves the monitored barrier
   std::unique_ptr<Communicator> communicator_;
   std::unique_ptr<ScratchBuffers> scratch_;  // the worker thread's reusable buffers
