@@ -33,6 +33,13 @@ print((found("*/lib/libcudart.so.*") or [""])[0])
   OUTPUT_STRIP_TRAILING_WHITESPACE)
 if(NOT torch_rc EQUAL 0)
   string(REGEX REPLACE ".*\n([^\n]+)\n?$" "\\1" torch_err "${torch_err}")
+  if(SKBUILD)
+    # pip: building without the backend would hide the cause from the user.
+    message(FATAL_ERROR "riseml: ${PYTHON_EXECUTABLE} cannot import torch (${torch_err}). Install "
+                        "torch first and build with the env's torch: pip install "
+                        "--no-build-isolation . (or build without the torch.distributed backend: "
+                        "pip install . -Ccmake.define.RISEML_TORCH=OFF)")
+  endif()
   message(WARNING "torch not found by ${PYTHON_EXECUTABLE} (${torch_err}): the torch.distributed "
                   "backend is skipped. Build for a Python that has torch: "
                   "-DPYTHON_EXECUTABLE=/path/to/venv/bin/python (see contrib/python-venv.sh)")

@@ -23,7 +23,7 @@ packages=(
   # Debian packages (contrib/packaging): dpkg-shlibdeps, man pages, lintian
   dpkg-dev help2man lintian
   # python binding
-  python3-torch python3-numpy python3-yaml pybind11-dev python3-dev python3-sklearn
+  python3-torch python3-numpy python3-yaml pybind11-dev python3-dev python3-sklearn python3-venv
   # the torch.distributed backend (torch_distributed/): torch 1.13's C++ headers and libraries
   libtorch-dev
 )

@@ -13,6 +13,11 @@ jobs=${RISEML_BUILD_JOBS:-$(nproc)}
 failed=()
 
 bash contrib/install-deps.sh
+# The venv the werror build and its tests use: torch 2.x and the rest of
+# contrib/python-requirements.txt from PyPI (downloads cached in build-venv.cache), and the real
+# Horovod built for that torch, the peer riseml.torch is compared with (wheel cached).
+python=$(bash contrib/python-venv.sh "$root/build-venv" "$root/build-venv.cache")
+bash contrib/horovod-peer.sh "$root/build-venv" "$root/build-venv.cache/horovod"
 
 # Line tables only (-g1): backtraces and sanitizer reports keep file:line, and the two builds
 # take a quarter less time than with full debug info (CI's time bound).
@@ -40,7 +45,7 @@ run_stage() { # name, command...
 }
 
 stage_werror() {
-  configure_and_build build &&
+  configure_and_build build "-DPYTHON_EXECUTABLE=$python" &&
     ctest --test-dir build --output-on-failure -j "$jobs" -LE "e2e|packaging"
 }
 

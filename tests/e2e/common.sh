@@ -6,6 +6,12 @@ export LC_ALL=C
 state=/run/riseml-testbed/state.env
 test_name=$(basename "$0" .sh)
 
+# The Python the build is for (RISEML_TEST_PYTHON from ctest: the test venv with torch 2.x, or
+# Debian's /usr/bin/python3) is first on PATH, so that the jobs' `python3` is it, as for a user
+# who activated their venv before sbatch (Slurm passes PATH on to the job).
+test_python_bin=$(dirname "${RISEML_TEST_PYTHON:-/usr/bin/python3}")
+export PATH="$test_python_bin:/usr/bin:$PATH"
+
 fail() { echo "FAIL $test_name: $*" >&2; exit 1; }
 skip() { echo "SKIP $test_name: $*"; exit 77; }
 ok() { echo "ok $test_name: $*"; }

@@ -16,7 +16,7 @@ export PYTHONPATH=$python_build:$root/python${PYTHONPATH:+:$PYTHONPATH}
 
 # Each task: its task_report line, then "H|<SLURM_PROCID>|" and the six numbers hvd.* gives.
 # shellcheck disable=SC2016 # expanded by the task's shell
-hvd_report='/usr/bin/python3 -c "
+hvd_report='python3 -c "
 import os, riseml.torch as hvd
 hvd.init()
 print(\"H|%s|%d/%d/%d/%d/%d/%d\" % (os.environ[\"SLURM_PROCID\"], hvd.rank(), hvd.size(), hvd.local_rank(),

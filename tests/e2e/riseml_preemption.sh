@@ -22,7 +22,6 @@ grep -q 'signal: USR1@60' "$dir/riseml.yml" && grep -q 'requeue: true' "$dir/ris
 # 6 epochs of 11 steps, 0.3 s each: about 20 s of training, long enough to be interrupted.
 sed -i 's/--epochs 10/--epochs 6 --step-delay 0.3/; s/--check-initial-weights//' "$dir/riseml.yml"
 printf 'bind: off\ncontainers: none\n' >"$dir/site.yml"
-export PATH=/usr/bin:$PATH
 export RISEML_POLL_S=1
 export PYTHONPATH=$python_build:$root/python${PYTHONPATH:+:$PYTHONPATH}
 

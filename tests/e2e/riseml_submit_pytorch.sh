@@ -20,7 +20,6 @@ sed -i 's/--epochs 10/--epochs 6/' "$dir/riseml.yml"
 printf 'bind: verbose\ncontainers: none\n' >"$dir/site.yml"
 # The job inherits this environment (sbatch --export=ALL): Debian's python with torch, and the
 # binding from the build tree.
-export PATH=/usr/bin:$PATH
 export RISEML_E2E_WAIT_S=240
 export PYTHONPATH=$python_build:$root/python${PYTHONPATH:+:$PYTHONPATH}
 

@@ -18,12 +18,11 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 rm -rf "$dir" && mkdir -p "$dir"
 cp "$root"/contrib/examples/torch-ddp-digits/train.py "$root"/contrib/examples/torch-ddp-digits/riseml.yml "$dir/"
 printf 'bind: verbose\ncontainers: none\n' >"$dir/site.yml"
-export PATH=/usr/bin:$PATH
 export RISEML_E2E_WAIT_S=240
 export PYTHONPATH=$python_build:$root/python${PYTHONPATH:+:$PYTHONPATH}
 
 final() { sed -n 's/^\(0: \)\?\({"epochs".*\)$/\2/p' "$1" | tail -1; }
-field() { /usr/bin/python3 -c 'import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$1" "$2"; }
+field() { python3 -c 'import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$1" "$2"; }
 
 job=$(riseml_submit_and_wait "$riseml" "$dir/site.yml" "$dir/riseml.yml")
 log=$dir/riseml-torch-ddp-digits-$job.out
@@ -37,11 +36,11 @@ awk -v a="$(field "$submitted" accuracy)" 'BEGIN { exit !(a >= 0.85) }' || fail 
 # The same training by hand, riseml and gloo, across the two nodes.
 for backend in riseml gloo; do
   (cd "$dir" && timeout 200 srun -N2 -n4 --mpi=pmix --riseml-bind=auto \
-     /usr/bin/python3 train.py --backend "$backend" --epochs 5) >"$dir/$backend.out" 2>&1 ||
+     python3 train.py --backend "$backend" --epochs 5) >"$dir/$backend.out" 2>&1 ||
     fail "srun with $backend failed:"$'\n'"$(tail -30 "$dir/$backend.out")"
 done
 r=$(final "$dir/riseml.out"); g=$(final "$dir/gloo.out")
-/usr/bin/python3 - "$r" "$g" "$submitted" <<'PY' || fail "losses differ: riseml $r, gloo $g, submitted $submitted"
+python3 - "$r" "$g" "$submitted" <<'PY' || fail "losses differ: riseml $r, gloo $g, submitted $submitted"
 import json, sys
 r, g, s = (json.loads(a) for a in sys.argv[1:4])
 assert abs(r["loss"] - g["loss"]) < 1e-5 and r["accuracy"] == g["accuracy"], (r, g)
@@ -56,7 +55,7 @@ t = torch.ones(3) * (dist.get_rank() + 1)
 dist.all_reduce(t)
 print("plain gloo rank %d of %d: %s" % (dist.get_rank(), dist.get_world_size(), t.tolist()), flush=True)
 PY
-timeout 120 srun -N2 -n4 --riseml-bind=auto /usr/bin/python3 "$dir/plain_gloo.py" >"$dir/plain.out" 2>&1 ||
+timeout 120 srun -N2 -n4 --riseml-bind=auto python3 "$dir/plain_gloo.py" >"$dir/plain.out" 2>&1 ||
   fail "plain gloo under srun failed:"$'\n'"$(tail -30 "$dir/plain.out")"
 [ "$(grep -c 'of 4: \[10.0, 10.0, 10.0\]' "$dir/plain.out")" = 4 ] || fail "plain gloo: $(cat "$dir/plain.out")"
 ok "job $job: DDP with riseml on 2 nodes x 2, loss $(field "$submitted" loss) accuracy $(field "$submitted" accuracy); srun riseml = gloo; plain gloo under srun"

@@ -3,6 +3,7 @@ values computed here, subgroups, async work with futures, DDP, and failures that
 
     riseml-launch -n N python3 test_backend.py ops      # PMIx bootstrap, no MASTER_ADDR
     python3 test_backend.py spawn N                      # file:// store, no launcher
+                                                         # (torch 2: "cpu:riseml,cuda:...")
     riseml-launch -n 3 python3 test_backend.py dead      # rank 1 dies: survivors name it
     riseml-launch -n 3 python3 test_backend.py silent    # rank 1 is silent past the timeout
 """
@@ -288,6 +289,46 @@ def test_ddp():
         check(torch.allclose(p, q, atol=1e-5), "DDP parameters match the single-process reference")
 
 
+TORCH_2 = int(torch.__version__.split(".")[0]) >= 2
+
+
+def test_torch2(n):
+    """torch 2.x: the tensor forms FSDP uses, alone and coalesced, and split_group."""
+    me = dist.get_rank()
+    out = torch.empty(2 * n)
+    dist.all_gather_into_tensor(out, torch.full((2,), float(me)))
+    check(out.tolist() == [float(r) for r in range(n) for _ in range(2)], "all_gather_into_tensor")
+    mine = torch.empty(2)
+    dist.reduce_scatter_tensor(mine, torch.arange(2.0 * n) * (me + 1))
+    total = sum(range(1, n + 1))
+    check(mine.tolist() == [2.0 * me * total, (2.0 * me + 1) * total], "reduce_scatter_tensor")
+    # Coalesced (one core call per batch): FSDP's bucketed all-gather and reduce-scatter.
+    ins = [torch.full((3,), float(me)), torch.full((1,), me + 10.0, dtype=torch.float32)]
+    outs = [torch.empty(3 * n), torch.empty(n)]
+    with dist._coalescing_manager(async_ops=True) as cm:
+        for i, o in zip(ins, outs):
+            dist.all_gather_into_tensor(o, i)
+    cm.wait()
+    check(outs[0].tolist() == [float(r) for r in range(n) for _ in range(3)] and
+          outs[1].tolist() == [r + 10.0 for r in range(n)], "coalesced all_gather_into_tensor")
+    ins = [torch.arange(2.0 * n), torch.arange(1.0 * n) * 10]
+    outs = [torch.empty(2), torch.empty(1)]
+    with dist._coalescing_manager(async_ops=True) as cm:
+        for i, o in zip(ins, outs):
+            dist.reduce_scatter_tensor(o, i, op=R.MAX)
+    cm.wait()
+    check(outs[0].tolist() == [2.0 * me, 2.0 * me + 1] and outs[1].tolist() == [10.0 * me],
+          "coalesced reduce_scatter_tensor (MAX)")
+    # split_group: even and odd ranks, each its own riseml group.
+    splits = [[r for r in range(n) if r % 2 == 0], [r for r in range(n) if r % 2 == 1]]
+    group = dist.split_group(split_ranks=[s for s in splits if s])
+    t = torch.ones(2) * (me + 1)
+    dist.all_reduce(t, group=group)
+    mates = splits[me % 2]
+    check(t.tolist() == [float(sum(r + 1 for r in mates))] * 2 and
+          dist.get_world_size(group) == len(mates), "split_group all_reduce")
+
+
 def run_ops():
     dist.init_process_group("riseml")
     n = dist.get_world_size()
@@ -307,6 +348,8 @@ def run_ops():
             dist.all_reduce(t, group=odd)
             check(torch.equal(t, torch.full((3,), float(len(range(1, n, 2))))), "odd subgroup")
     test_ddp()
+    if TORCH_2:
+        test_torch2(n)
     dist.barrier()
     # A receive nobody answers does not hold up destroying the group, and then fails. (Rank 0
     # hosts the store the others' receives poll, and its server goes with rank 0's group: rank 0
@@ -315,7 +358,13 @@ def run_ops():
     store = dist.distributed_c10d._get_default_store()  # noqa: F841 (kept alive on purpose)
     pending = dist.irecv(torch.empty(1), (me + 1) % n, tag=99)
     start = time.monotonic()
-    dist.destroy_process_group()
+    import warnings
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        dist.destroy_process_group()
+    # torch 2 warned "No backend of type 0 found" while riseml was a ProcessGroup, not a Backend.
+    check(not [w for w in warned if "backend" in str(w.message).lower()],
+          "destroy_process_group warned: %s" % [str(w.message) for w in warned])
     check(time.monotonic() - start < 10, "destroy with a pending irecv took %.1f s" %
           (time.monotonic() - start))
     try:
@@ -328,8 +377,15 @@ def run_ops():
 
 
 def spawned_rank(rank, size, init_file, result_dir):
-    dist.init_process_group("riseml", init_method="file://" + init_file, rank=rank,
+    # torch 2: the per-device form, riseml for CPU tensors (cuda:nccl needs a GPU; gloo here).
+    backend = "riseml"
+    if TORCH_2:
+        backend = "cpu:riseml,cuda:" + ("nccl" if torch.cuda.is_available() else "gloo")
+    dist.init_process_group(backend, init_method="file://" + init_file, rank=rank,
                             world_size=size)
+    if TORCH_2:
+        cpu = dist.group.WORLD._get_backend(torch.device("cpu"))
+        check(cpu.name() == "riseml", "%s: CPU tensors go to %s" % (backend, cpu.name()))
     test_data_movement(None, list(range(size)))
     test_async_and_p2p()
     test_ddp()

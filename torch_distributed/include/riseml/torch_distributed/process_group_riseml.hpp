@@ -105,6 +105,10 @@ class ProcessGroupRiseml : public BackendBase {
   // split_group: a new riseml backend over `ranks` (global ranks of this group's world),
   // set up through `store` (namespaced by torch for the new group).
   bool supportsSplitting() const override { return true; }
+  // What split_group hands split() (torch clones it): the backend's name and timeout.
+  c10::intrusive_ptr<Options> getBackendOptions() override {
+    return c10::make_intrusive<Options>("riseml", timeout_);
+  }
   c10::intrusive_ptr<c10d::Backend> split(const c10::intrusive_ptr<c10d::Store>& store,
                                           const std::vector<int>& ranks,
                                           const c10::intrusive_ptr<Options>& opts) override;
