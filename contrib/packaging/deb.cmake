@@ -95,12 +95,21 @@ if(TARGET _riseml)
       "python3 (>= ${py_major}.${py_minor}~), python3 (<< ${py_major}.${py_next}), python3-numpy")
   set(CPACK_DEBIAN_PYTHON_PACKAGE_RECOMMENDS "riseml (= ${RISEML_DEB_VERSION})")
   set(CPACK_DEBIAN_PYTHON_PACKAGE_SUGGESTS "python3-torch")
+  # The torch.distributed backend is C++ against one torch's ABI: the package says which.
+  set(riseml_deb_torch_line "")
+  if(TARGET _riseml_c10d)
+    string(REGEX MATCH "^[0-9]+\\.[0-9]+" torch_series "${RISEML_TORCH_VERSION}")
+    set(CPACK_DEBIAN_PYTHON_PACKAGE_SUGGESTS "python3-torch (>= ${torch_series}~)")
+    set(riseml_deb_torch_line "
+riseml.torch.distributed (init_process_group(\"riseml\")) is built against
+torch ${RISEML_TORCH_VERSION} (python3-torch) and works with that torch only.")
+  endif()
   set(CPACK_COMPONENT_PYTHON_DESCRIPTION "Horovod-style collectives for PyTorch and NumPy on Slurm (Python 3)
 The riseml module and riseml.torch, a drop-in for Horovod's API
 (import riseml.torch as hvd): allreduce, allgather, broadcast, alltoall,
 process sets and DistributedOptimizer over riseml's ring-allreduce core
 (shared memory in a node, TCP between nodes). Workers start under
-srun --mpi=pmix, mpirun or riseml-launch (package riseml).")
+srun --mpi=pmix, mpirun or riseml-launch (package riseml).${riseml_deb_torch_line}")
   configure_file(${pkg_dir}/python3-riseml.postinst ${pkg_out}/python/postinst COPYONLY)
   configure_file(${pkg_dir}/python3-riseml.prerm ${pkg_out}/python/prerm COPYONLY)
   set(CPACK_DEBIAN_PYTHON_PACKAGE_CONTROL_EXTRA "${pkg_out}/python/postinst;${pkg_out}/python/prerm")
