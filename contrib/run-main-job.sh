@@ -10,7 +10,10 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
 bash contrib/install-deps.sh
-cmake -S . -B build -G Ninja >/dev/null
+# The Python the job trains with: a venv with torch 2.x from PyPI (contrib/python-venv.sh; the
+# downloads are cached in build-venv.cache), the binding built for it.
+python=$(bash contrib/python-venv.sh "$root/build-venv" "$root/build-venv.cache")
+cmake -S . -B build -G Ninja "-DPYTHON_EXECUTABLE=$python" >/dev/null
 # What the job needs: the translator, the SPANK plugin, the Python binding (not the tests).
 cmake --build build -j "$(nproc)" --target riseml spank_riseml _riseml riseml-launch >/dev/null
 riseml=$root/build/translator/riseml
@@ -40,9 +43,9 @@ bind: verbose      # spank_riseml.so from this build binds each task and prints 
 containers: none
 riseml: $riseml
 SITE
-# The job inherits this environment: Debian's python (torch, numpy, scikit-learn) and the
-# riseml.torch binding from the build tree.
-export PATH=/usr/bin:$PATH
+# The job inherits this environment, as from a user who activated their venv: its python3
+# (torch, numpy, scikit-learn) first on PATH, and the riseml.torch binding from the build tree.
+export PATH=$(dirname "$python"):/usr/bin:$PATH
 export PYTHONPATH=$root/build/python:$root/python${PYTHONPATH:+:$PYTHONPATH}
 
 echo "== riseml submit --follow $job_dir/riseml.yml  (PyTorch, 2 nodes x 2 processes, riseml.torch)"
