@@ -22,7 +22,30 @@ import sys as _sys
 import torch as _torch
 import torch.distributed as _dist
 
-import _riseml_c10d
+
+def _check_build():
+    """The backend is C++ against torch's classes: loading it into another torch than the one
+    it was built against can crash the process, so that is checked first, and named."""
+    try:
+        import _riseml_build
+    except ImportError:  # a build tree from before _riseml_build.py: nothing to compare
+        return
+    built, have = _riseml_build.torch_version, _torch.__version__.split("+")[0]
+    if built == "":
+        why = "this riseml was built without the torch.distributed backend (its Python, %s, " \
+              "had no torch)" % _riseml_build.python
+    elif built != have:
+        why = "riseml's torch.distributed backend was built against torch %s (%s), this " \
+              "Python (%s) has torch %s" % (built, _riseml_build.python, _sys.executable, have)
+    else:
+        return
+    raise ImportError("riseml.torch.distributed: %s. Rebuild riseml for this environment: pip "
+                      "install --no-build-isolation <riseml source>, or cmake "
+                      "-DPYTHON_EXECUTABLE=%s" % (why, _sys.executable))
+
+
+_check_build()
+import _riseml_c10d  # noqa: E402
 from riseml.torch import _shard_import_fix
 
 # FSDP on Debian's torch 1.13 and Python 3.11 (see _shard_import_fix).
