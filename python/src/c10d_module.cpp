@@ -11,6 +11,9 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstdlib>
+#include <string>
+
 namespace py = pybind11;
 using riseml::torch_distributed::PmixWorld;
 using riseml::torch_distributed::ProcessGroupOptions;
@@ -21,7 +24,7 @@ PYBIND11_MODULE(_riseml_c10d, m) {
   py::module_::import("torch.distributed");
   // Whether the backend takes CUDA tensors (through NCCL on its own stream): a build for a CUDA
   // torch with riseml's GPU support.
-  m.attr("cuda_tensors") = false;
+  m.attr("cuda_tensors") = riseml::torch_distributed::cuda_tensors_supported();
 
   py::class_<PmixWorld>(m, "PmixWorld")
       .def(py::init<std::chrono::milliseconds>(), py::arg("timeout"),
@@ -45,6 +48,9 @@ PYBIND11_MODULE(_riseml_c10d, m) {
         ProcessGroupOptions options;
         options.communicator = riseml::CommunicatorOptions::from_environment();
         if (world != nullptr) options.job_secret = world->job_secret();
+        // Tests only: CPU tensors down the device path, on its host stand-in.
+        const char* standin = std::getenv("RISEML_TORCH_DEVICE_STANDIN");
+        options.device_standin = standin != nullptr && std::string(standin) == "1";
         return c10::make_intrusive<ProcessGroupRiseml>(store, rank, size, timeout, options);
       },
       py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("timeout"),

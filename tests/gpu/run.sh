@@ -16,7 +16,9 @@
 #       bounded by RISEML_GPU_BUDGET_S, default 380 s): nvidia-smi facts, riseml_cuda_tests, the
 #       riseml-launch checks, riseml-plan, riseml-gpu-bench, _riseml compiled there,
 #       tests/python/test_torch_api.py under riseml-launch, tests/gpu/torch_gpu_check.py and
-#       Horovod's test_torch.py on CUDA. Writes everything under $OUT (default
+#       Horovod's test_torch.py on CUDA, and tests/gpu/torch_backend_cuda_check.py (the riseml
+#       torch.distributed backend against nccl) where $PY imports a _riseml_c10d with GPU support
+#       (pip install --no-build-isolation . there, or RISEML_GPU_C10D_PATH=its folder). Writes everything under $OUT (default
 #       /tmp/riseml-gpu-out), summary.txt last, and prints the summary.
 #       Exit: 0 all passed, 1 something failed, 2 no .gpu, 3 no usable GPU here.
 #
@@ -95,6 +97,7 @@ pack() {
   (cd "$root" && tar cf - python/src python/riseml allreduce/include allreduce/cuda/include \
     engine/include pmix_bootstrap/include runtime/include common/include elastic/include \
     tests/python tests/gpu/torch_gpu_check.py tests/gpu/same_loss_check.py \
+    tests/gpu/torch_backend_cuda_check.py \
     contrib/examples/pytorch-digits 2>/dev/null) | tar xf - -C "$G/src"
   [ -f "$G/src/python/src/module.cpp" ] || { echo "pack: python/src/module.cpp missing"; exit 1; }
   (cd "$root" && git rev-parse --short HEAD 2>/dev/null) >"$G/commit.txt" || echo unknown >"$G/commit.txt"
@@ -470,6 +473,27 @@ PY
   fi
   cat "$O/hvd_summary.txt" >>"$S"
   grep -q "failing:.*test_" "$O/hvd_summary.txt" && failed+=("Horovod's test_torch.py")
+
+  # The torch.distributed backend on CUDA tensors against nccl (torch_backend_cuda_check.py): only
+  # where this Python already imports a _riseml_c10d built with GPU support (the device step does
+  # not compile it: `pip install --no-build-isolation .` here first, or RISEML_GPU_C10D_PATH=the
+  # build's python/ folder).
+  el "7. torch_backend_cuda_check (riseml backend vs nccl on CUDA tensors)"
+  t=$(limit 300 5)
+  local c10d_path=${RISEML_GPU_C10D_PATH:-}
+  if [ $gpu_ok = 1 ] && [ "$t" -gt 30 ] &&
+      PYTHONPATH=$c10d_path:$SRC/python "$PY" -c 'import _riseml_c10d as c, sys; sys.exit(0 if c.cuda_tensors else 1)' 2>/dev/null; then
+    PATH=$G/bin:$PATH PYTHONPATH=$c10d_path:$SRC/python timeout "$t" "$PY" \
+      "$SRC/tests/gpu/torch_backend_cuda_check.py" --launch "$L" --timeout $((t / 2 - 10)) \
+      >"$O/torch_backend_cuda.txt" 2>&1
+    rc=$?
+    sum "torch_backend_cuda_check: rc $rc"
+    grep -E 'torch_backend_cuda_check: (.*(FAIL|timing|RESULT|rank\(s\)))' "$O/torch_backend_cuda.txt" |
+      sed 's/^\[[0-9]*\] //; s/^/  /' >>"$S"
+    [ $rc -eq 0 ] || failed+=("torch_backend_cuda_check (rc $rc)")
+  else
+    sum "torch_backend_cuda_check: not run (no GPU, out of time, or no _riseml_c10d with cuda_tensors for $PY)"
+  fi
 
   rm -rf "$O/.hvd" "$O/.hvd-shim"
   sum "elapsed $(($(date +%s) - t0)) s of ${budget}"

@@ -1,5 +1,6 @@
 #include <riseml/torch_distributed/process_group_riseml.hpp>
 
+#include "device_path.hpp"
 #include "op_queue.hpp"
 #include "riseml_work.hpp"
 #include "scratch_buffers.hpp"
@@ -83,6 +84,45 @@ std::vector<std::size_t> counts_of(const std::vector<at::Tensor>& tensors) {
   return counts;
 }
 
+// Fails `work` with the exception in flight. The core's message names the rank at fault; the
+// kind up front says what happened, in the words torch's own backends use (scripts and tests
+// match "Timed out").
+void fail_current(RisemlWork& work, c10d::OpType type) {
+  try {
+    throw;
+  } catch (const CollectiveError& e) {
+    const char* kind = e.kind() == ErrorKind::timeout       ? "Timed out: "
+                       : e.kind() == ErrorKind::peer_failed ? "a peer failed: "
+                       : e.kind() == ErrorKind::aborted     ? "the group failed earlier: "
+                                                            : "";
+    work.fail(std::make_exception_ptr(std::runtime_error(
+        "riseml " + c10d::opTypeToString(type) + " failed: " + kind + e.what())));
+  } catch (...) {
+    work.fail(std::current_exception());
+  }
+}
+
+// A flat tensor over `tensors` for a device op (on the worker, on the path's stream): themselves
+// when they lie back to back, else a packed copy.
+at::Tensor device_flat(const std::vector<at::Tensor>& tensors) {
+  int64_t total = 0;
+  for (const auto& t : tensors) total += t.numel();
+  const at::Tensor& first = tensors.front();
+  if (back_to_back(tensors) != nullptr && first.numel() > 0)
+    return at::for_blob(first.data_ptr(), {total})
+        .options(first.options())
+        .target_device(first.device())
+        .make_tensor();
+  std::vector<at::Tensor> flat;
+  for (const auto& t : tensors) flat.push_back(t.reshape({-1}));
+  return at::cat(flat);
+}
+
+// The counts of an allgather of `count` elements from each of `size` ranks.
+std::vector<std::size_t> equal_counts(int size, std::size_t count) {
+  return std::vector<std::size_t>(static_cast<std::size_t>(size), count);
+}
+
 // A valid pointer for the core when a rank contributes or receives nothing.
 std::byte* nothing() {
   static std::byte byte;
@@ -117,6 +157,67 @@ ProcessGroupRiseml::~ProcessGroupRiseml() {
   destroying_ = true;
   p2p_queue_.reset();
   queue_.reset();
+  device_path_.reset();  // before the communicator its collectives use
+}
+
+bool cuda_tensors_supported() { return gpu_path_built(); }
+
+bool ProcessGroupRiseml::on_device(const std::vector<at::Tensor>& tensors,
+                                   std::string_view operation) {
+  bool cuda = false;
+  bool other = false;
+  for (const auto& t : tensors) {
+    if (!t.defined()) continue;
+    (t.is_cuda() ? cuda : other) = true;
+  }
+  if (!cuda) return options_.device_standin && other;
+  if (!gpu_path_built()) throw std::invalid_argument(device_refusal(operation));
+  if (other) refuse(operation, "takes CUDA tensors or CPU tensors, not both in one call");
+  for (const auto& t : tensors)
+    if (t.defined() && t.device() != tensors.front().device())
+      refuse(operation, "all tensors of one call must be on one CUDA device");
+  return true;
+}
+
+void ProcessGroupRiseml::host_only(std::string_view operation, const std::vector<at::Tensor>& a,
+                                   const std::vector<at::Tensor>& b) {
+  for (const auto* list : {&a, &b})
+    for (const auto& t : *list)
+      if (t.defined() && (t.is_cuda() || options_.device_standin))
+        throw std::invalid_argument(device_refusal(operation));
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::enqueue_device(
+    c10d::OpType type, std::vector<at::Tensor> outputs, const std::vector<at::Tensor>& used,
+    std::function<void(DeviceCollectives&)> body) {
+  const c10::Device device = used.front().device();
+  DevicePath* path = nullptr;
+  {
+    std::lock_guard lock(device_mutex_);
+    if (!device_path_)
+      device_path_ = options_.device_standin ? make_host_standin_path(*communicator_)
+                                             : make_gpu_path(*communicator_, device, timeout_);
+    path = device_path_.get();
+  }
+  const std::vector<c10::Device> devices = path->devices();
+  if (!devices.empty() && devices.front() != device)
+    refuse(c10d::opTypeToString(type),
+           "this process group runs its CUDA collectives on " + devices.front().str() +
+               " (its first CUDA tensor's device), got a tensor on " + device.str() +
+               "; call torch.cuda.set_device(local_rank) before the first collective and keep "
+               "one device per process");
+  std::shared_ptr<DeviceTicket> ticket = path->begin(used);
+  auto work = c10::make_intrusive<RisemlWork>(rank_, type, std::move(outputs), queue_, devices);
+  work->set_after_wait([ticket] { ticket->wait_done(); });
+  RisemlWork* w = work.get();
+  queue_->push([work, w, type, ticket, path, body = std::move(body)] {
+    try {
+      path->run(*ticket, body, [w] { w->succeed(); });
+    } catch (...) {
+      fail_current(*w, type);
+    }
+  });
+  return work;
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::enqueue(const std::shared_ptr<OpQueue>& queue,
@@ -128,17 +229,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::enqueue(const std::shared_ptr
     try {
       run();
       work->succeed();
-    } catch (const CollectiveError& e) {
-      // The core's message names the rank at fault; the kind up front says what happened, in
-      // the words torch's own backends use (scripts and tests match "Timed out").
-      const char* kind = e.kind() == ErrorKind::timeout       ? "Timed out: "
-                         : e.kind() == ErrorKind::peer_failed ? "a peer failed: "
-                         : e.kind() == ErrorKind::aborted     ? "the group failed earlier: "
-                                                              : "";
-      work->fail(std::make_exception_ptr(std::runtime_error(
-          "riseml " + c10d::opTypeToString(type) + " failed: " + kind + e.what())));
     } catch (...) {
-      work->fail(std::current_exception());
+      fail_current(*work, type);
     }
   });
   return work;
@@ -148,8 +240,15 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::broadcast(std::vector<at::Ten
                                                              const c10d::BroadcastOptions& opts) {
   expect_one(tensors, "broadcast");
   check_root(static_cast<int>(opts.rootRank), size_, "broadcast");
-  const CoreView v = core_view(tensors[0], "broadcast");
   const int root = static_cast<int>(opts.rootRank);
+  if (on_device(tensors, "broadcast")) {
+    const CoreView v = device_view(tensors[0], "broadcast");
+    return enqueue_device(c10d::OpType::BROADCAST, tensors, tensors,
+                          [v, root](DeviceCollectives& d) {
+                            if (v.count > 0) d.broadcast(v.data, v.count, v.type, root);
+                          });
+  }
+  const CoreView v = core_view(tensors[0], "broadcast");
   return enqueue(queue_, c10d::OpType::BROADCAST, tensors, [this, v, root] {
     communicator_->broadcast(v.data, v.count, v.type, root);
   });
@@ -160,6 +259,14 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::allreduce(std::vector<at::Ten
   expect_one(tensors, "allreduce");
   at::Tensor t = tensors[0];
   if (t.defined() && t.layout() == at::kSparse) return sparse_allreduce(t, opts);
+  if (on_device(tensors, "allreduce")) {
+    const CoreView v = device_view(t, "allreduce");
+    const ReduceOp op = device_reduction(opts.reduceOp, t, "allreduce");
+    return enqueue_device(c10d::OpType::ALLREDUCE, tensors, tensors,
+                          [v, op](DeviceCollectives& d) {
+                            if (v.count > 0) d.allreduce(v.data, v.count, v.type, op);
+                          });
+  }
   const CoreView v = core_view(t, "allreduce");
   const Reduction r = reduction_for(opts.reduceOp, t, "allreduce");
   return enqueue(queue_, c10d::OpType::ALLREDUCE, tensors, [this, t, v, r]() mutable {
@@ -219,6 +326,22 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::sparse_allreduce(
 c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::allreduce_coalesced(
     std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) {
   if (tensors.empty()) refuse("allreduce_coalesced", "needs at least one tensor");
+  if (on_device(tensors, "allreduce_coalesced")) {
+    for (const auto& t : tensors) {
+      device_view(t, "allreduce_coalesced");
+      if (t.scalar_type() != tensors.front().scalar_type())
+        refuse("allreduce_coalesced", "all tensors of one call must have one dtype");
+    }
+    const ReduceOp op = device_reduction(opts.reduceOp, tensors.front(), "allreduce_coalesced");
+    std::vector<at::Tensor> outs = tensors;
+    return enqueue_device(c10d::OpType::ALLREDUCE_COALESCED, tensors, tensors,
+                          [outs, op](DeviceCollectives& d) mutable {
+                            at::Tensor flat = device_flat(outs);
+                            const CoreView v = device_view(flat, "allreduce_coalesced");
+                            if (v.count > 0) d.allreduce(v.data, v.count, v.type, op);
+                            if (back_to_back(outs) == nullptr) unflatten(flat, outs);
+                          });
+  }
   check_list(tensors, "allreduce_coalesced");
   const Reduction r = reduction_for(opts.reduceOp, tensors.front(), "allreduce_coalesced");
   std::vector<at::Tensor> outputs = tensors;
@@ -239,6 +362,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::allreduce_coalesced(
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::reduce(std::vector<at::Tensor>& tensors,
                                                           const c10d::ReduceOptions& opts) {
+  host_only("reduce", tensors);
   expect_one(tensors, "reduce");
   const int root = static_cast<int>(opts.rootRank);
   check_root(root, size_, "reduce");
@@ -272,9 +396,29 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::allgather(
   if (outputs.size() != 1 || outputs[0].size() != static_cast<std::size_t>(size_))
     refuse("allgather", "takes one output list of " + std::to_string(size_) + " tensors");
   at::Tensor in = inputs[0];
+  std::vector<at::Tensor> outs = outputs[0];
+  std::vector<at::Tensor> used = outs;
+  used.push_back(in);
+  if (on_device(used, "allgather")) {
+    const CoreView v = device_view(in, "allgather");
+    check_same_shape(outs, in, "allgather", "output");
+    for (const auto& t : outs) device_view(t, "allgather");
+    const int size = size_;
+    return enqueue_device(c10d::OpType::ALLGATHER, outs, used,
+                          [in, v, outs, size](DeviceCollectives& d) mutable {
+                            if (v.count == 0) return;
+                            const auto counts = equal_counts(size, v.count);
+                            if (void* base = back_to_back(outs)) {
+                              d.allgatherv(v.data, base, counts, v.type);
+                              return;
+                            }
+                            at::Tensor all = at::empty({size * in.numel()}, in.options());
+                            d.allgatherv(v.data, all.data_ptr(), counts, v.type);
+                            unflatten(all, outs);
+                          });
+  }
   const CoreView v = core_view(in, "allgather");
   check_same_shape(outputs[0], in, "allgather", "output");
-  std::vector<at::Tensor> outs = outputs[0];
   return enqueue(queue_, c10d::OpType::ALLGATHER, outs, [this, in, v, outs]() mutable {
     if (void* base = back_to_back(outs)) {  // e.g. chunks of one tensor: straight in
       communicator_->allgather(v.data, base, v.count, v.type);
@@ -288,6 +432,20 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::allgather(
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::_allgather_base(
     at::Tensor& output, at::Tensor& input, const c10d::AllgatherOptions&) {
+  if (on_device({output, input}, "_allgather_base")) {
+    const CoreView in = device_view(input, "_allgather_base");
+    const CoreView out = device_view(output, "_allgather_base");
+    if (output.scalar_type() != input.scalar_type() || out.count != in.count * size_)
+      refuse("_allgather_base", "the output must hold world size (" + std::to_string(size_) +
+                                    ") times the input's elements, of the input's dtype");
+    const int size = size_;
+    return enqueue_device(c10d::OpType::_ALLGATHER_BASE, {output}, {output, input},
+                          [in, out, size, input](DeviceCollectives& d) {
+                            if (in.count > 0)
+                              d.allgatherv(in.data, out.data, equal_counts(size, in.count),
+                                           in.type);
+                          });
+  }
   const CoreView in = core_view(input, "_allgather_base");
   const CoreView out = core_view(output, "_allgather_base");
   if (output.scalar_type() != input.scalar_type() || out.count != in.count * size_)
@@ -302,6 +460,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::_allgather_base(
 c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::allgather_coalesced(
     std::vector<std::vector<at::Tensor>>& output_lists, std::vector<at::Tensor>& inputs,
     const c10d::AllgatherOptions&) {
+  host_only("allgather_coalesced", inputs);
   if (inputs.empty()) refuse("allgather_coalesced", "needs at least one input tensor");
   if (output_lists.size() != static_cast<std::size_t>(size_))
     refuse("allgather_coalesced", "needs one output list per rank (" + std::to_string(size_) +
@@ -332,6 +491,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::allgather_coalesced(
 c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::gather(
     std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
     const c10d::GatherOptions& opts) {
+  host_only("gather", inputs);
   expect_one(inputs, "gather");
   const int root = static_cast<int>(opts.rootRank);
   check_root(root, size_, "gather");
@@ -369,6 +529,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::gather(
 c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::scatter(
     std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
     const c10d::ScatterOptions& opts) {
+  host_only("scatter", outputs);
   expect_one(outputs, "scatter");
   const int root = static_cast<int>(opts.rootRank);
   check_root(root, size_, "scatter");
@@ -401,6 +562,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::scatter(
 c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::reduce_scatter(
     std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
     const c10d::ReduceScatterOptions& opts) {
+  host_only("reduce_scatter", outputs);
   expect_one(outputs, "reduce_scatter");
   if (inputs.size() != 1 || inputs[0].size() != static_cast<std::size_t>(size_))
     refuse("reduce_scatter", "takes one input list of " + std::to_string(size_) + " tensors");
@@ -435,6 +597,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::reduce_scatter(
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::_reduce_scatter_base(
     at::Tensor& output, at::Tensor& input, const c10d::ReduceScatterOptions& opts) {
+  host_only("_reduce_scatter_base", {output, input});
   const CoreView in = core_view(input, "_reduce_scatter_base");
   const CoreView out = core_view(output, "_reduce_scatter_base");
   if (input.scalar_type() != output.scalar_type() || in.count != out.count * size_)
@@ -449,6 +612,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::_reduce_scatter_base(
 c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::alltoall_base(
     at::Tensor& output, at::Tensor& input, std::vector<int64_t>& output_split_sizes,
     std::vector<int64_t>& input_split_sizes, const c10d::AllToAllOptions&) {
+  host_only("alltoall_base", {output, input});
   const CoreView in = core_view(input, "alltoall_base");
   const CoreView out = core_view(output, "alltoall_base");
   if (input.scalar_type() != output.scalar_type())
@@ -494,6 +658,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::alltoall_base(
 c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::alltoall(std::vector<at::Tensor>& outputs,
                                                             std::vector<at::Tensor>& inputs,
                                                             const c10d::AllToAllOptions&) {
+  host_only("alltoall", inputs, outputs);
   if (inputs.size() != static_cast<std::size_t>(size_) ||
       outputs.size() != static_cast<std::size_t>(size_))
     refuse("alltoall", "takes one input and one output tensor per rank (" +
@@ -527,6 +692,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::alltoall(std::vector<at::Tens
 c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::allgather_into_tensor_coalesced(
     std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
     const c10d::AllgatherOptions&) {
+  host_only("allgather_into_tensor_coalesced", inputs, outputs);
   const char* op = "allgather_into_tensor_coalesced";
   if (inputs.empty() || inputs.size() != outputs.size())
     refuse(op, "takes as many output tensors as input tensors, at least one");
@@ -560,6 +726,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::allgather_into_tensor_coalesc
 c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::reduce_scatter_tensor_coalesced(
     std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
     const c10d::ReduceScatterOptions& opts) {
+  host_only("reduce_scatter_tensor_coalesced", inputs, outputs);
   const char* op = "reduce_scatter_tensor_coalesced";
   if (inputs.empty() || inputs.size() != outputs.size())
     refuse(op, "takes as many output tensors as input tensors, at least one");
@@ -647,6 +814,7 @@ std::string ProcessGroupRiseml::p2p_key(int src, int dst, int tag, bool take) {
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::send(std::vector<at::Tensor>& tensors,
                                                         int dst_rank, int tag) {
+  host_only("send", tensors);
   expect_one(tensors, "send");
   check_root(dst_rank, size_, "send");
   const CoreView v = core_view(tensors[0], "send");
@@ -670,6 +838,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::send(std::vector<at::Tensor>&
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::recv(std::vector<at::Tensor>& tensors,
                                                         int src_rank, int tag) {
+  host_only("recv", tensors);
   expect_one(tensors, "recv");
   check_root(src_rank, size_, "recv");
   return receive(tensors, src_rank, tag);
@@ -677,6 +846,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::recv(std::vector<at::Tensor>&
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::recvAnysource(
     std::vector<at::Tensor>& tensors, int tag) {
+  host_only("recvAnysource", tensors);
   expect_one(tensors, "recvAnysource");
   return receive(tensors, -1, tag);
 }

@@ -8,19 +8,21 @@
 namespace riseml::torch_distributed {
 
 RisemlWork::RisemlWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs,
-                       std::weak_ptr<OpQueue> queue)
+                       std::weak_ptr<OpQueue> queue, std::vector<c10::Device> devices)
     : c10d::Work(rank, type),
       outputs_(std::move(outputs)),
       queue_(std::move(queue)),
       future_(c10::make_intrusive<c10::ivalue::Future>(
-          c10::ListType::create(c10::TensorType::get()))) {}
+          c10::ListType::create(c10::TensorType::get()), std::move(devices))) {}
 
 bool RisemlWork::wait(std::chrono::milliseconds timeout) {
   // With a timeout the wait must be able to give up: the job is left to the worker.
   if (timeout == ::kNoTimeout)
     if (std::shared_ptr<OpQueue> queue = queue_.lock())
       queue->run_until([this] { return isCompleted(); });
-  return c10d::Work::wait(timeout);
+  const bool done = c10d::Work::wait(timeout);  // throws the op's error
+  if (done && after_wait_) after_wait_();
+  return done;
 }
 
 void RisemlWork::succeed() {

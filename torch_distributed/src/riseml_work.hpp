@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -17,8 +18,13 @@ namespace riseml::torch_distributed {
 class RisemlWork : public c10d::Work {
  public:
   // `queue`: where its job waits; wait() without a timeout runs the queue itself when it can.
+  // `devices`: a device op's (the future is CUDA-aware then, as ProcessGroupNCCL's).
   RisemlWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs,
-             std::weak_ptr<OpQueue> queue);
+             std::weak_ptr<OpQueue> queue, std::vector<c10::Device> devices = {});
+
+  // A device op: what wait() does once the op is queued on the device (torch's current stream
+  // waits for it). Set before the job can run.
+  void set_after_wait(std::function<void()> after_wait) { after_wait_ = std::move(after_wait); }
 
   bool wait(std::chrono::milliseconds timeout = ::kNoTimeout) override;
   std::vector<at::Tensor> result() override { return outputs_; }
@@ -33,6 +39,7 @@ class RisemlWork : public c10d::Work {
  private:
   std::vector<at::Tensor> outputs_;
   std::weak_ptr<OpQueue> queue_;
+  std::function<void()> after_wait_;
   std::atomic<int> source_{-1};
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };

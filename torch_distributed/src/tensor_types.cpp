@@ -1,5 +1,7 @@
 #include "tensor_types.hpp"
 
+#include "device_path.hpp"
+
 #include <ATen/ATen.h>
 
 #include <stdexcept>
@@ -37,14 +39,8 @@ std::optional<CoreType> core_type(at::ScalarType t) {
   }
 }
 
-}  // namespace
-
-CoreView core_view(const at::Tensor& tensor, std::string_view operation) {
-  if (!tensor.defined()) refuse(operation, "a tensor argument is undefined");
-  if (!tensor.device().is_cpu())
-    refuse(operation, "tensors must be CPU tensors; this build of the riseml backend has no "
-                      "path for " + tensor.device().str() +
-                      " tensors (use backend \"nccl\" for CUDA tensors)");
+// A dense, contiguous tensor of a dtype the core knows, on whichever device.
+CoreView tensor_view(const at::Tensor& tensor, std::string_view operation) {
   if (tensor.layout() != at::kStrided)
     refuse(operation, "only dense tensors are supported (got a sparse tensor; call "
                       ".to_dense() first)");
@@ -57,6 +53,40 @@ CoreView core_view(const at::Tensor& tensor, std::string_view operation) {
   return CoreView{core->type, static_cast<std::size_t>(tensor.numel()) * core->per_element,
                   tensor.data_ptr()};
 }
+
+}  // namespace
+
+CoreView core_view(const at::Tensor& tensor, std::string_view operation) {
+  if (!tensor.defined()) refuse(operation, "a tensor argument is undefined");
+  if (tensor.is_cuda()) throw std::invalid_argument(device_refusal(operation));
+  if (!tensor.device().is_cpu())
+    refuse(operation, "tensors must be CPU or CUDA tensors; the riseml backend has no path for " +
+                          tensor.device().str() + " tensors");
+  return tensor_view(tensor, operation);
+}
+
+CoreView device_view(const at::Tensor& tensor, std::string_view operation) {
+  if (!tensor.defined()) refuse(operation, "a tensor argument is undefined");
+  const auto t = tensor.scalar_type();
+  if (t == at::kShort || t == at::kBool)
+    refuse(operation, std::string("CUDA tensors of dtype ") + c10::toString(t) +
+                          " are not supported (NCCL has no such type); use another dtype, or "
+                          "init_process_group(backend=\"cpu:riseml,cuda:nccl\")");
+  return tensor_view(tensor, operation);
+}
+
+ReduceOp device_reduction(const c10d::ReduceOp& op, const at::Tensor& tensor,
+                          std::string_view operation) {
+  const Reduction r = reduction_for(op, tensor, operation);
+  if (r.bitwise != Bitwise::none)
+    refuse(operation, "BAND, BOR and BXOR are not supported on CUDA tensors; use "
+                      "init_process_group(backend=\"cpu:riseml,cuda:nccl\") for them");
+  if (r.op == ReduceOp::average && !tensor.is_floating_point() && !tensor.is_complex())
+    refuse(operation, std::string("AVG of ") + c10::toString(tensor.scalar_type()) +
+                          " CUDA tensors is not supported (use SUM, then divide)");
+  return r.op;
+}
+
 
 Reduction reduction_for(const c10d::ReduceOp& op, const at::Tensor& tensor,
                         std::string_view operation) {

@@ -25,6 +25,11 @@ struct CoreView {
 // `operation` and what is wrong with the tensor (CUDA, sparse, strided, an unknown dtype).
 CoreView core_view(const at::Tensor& tensor, std::string_view operation);
 
+// A tensor of a device op (device_path.hpp): a dense, contiguous CUDA tensor (or, with the
+// host stand-in, CPU tensor) of a dtype the GPU collectives have (NCCL has no int16 and no
+// bool). Throws std::invalid_argument naming `operation` and the fix.
+CoreView device_view(const at::Tensor& tensor, std::string_view operation);
+
 // The bitwise operations (BAND, BOR, BXOR) the core has no kernel for: done here, after an
 // allgather, on integer and bool tensors.
 enum class Bitwise { none, band, bor, bxor };
@@ -38,6 +43,11 @@ struct Reduction {
 // floating point; anything but SUM and AVG on complex numbers).
 Reduction reduction_for(const c10d::ReduceOp& op, const at::Tensor& tensor,
                         std::string_view operation);
+
+// The reduction of a device op: as reduction_for, and neither bitwise nor the average of
+// integers (NCCL has neither).
+ReduceOp device_reduction(const c10d::ReduceOp& op, const at::Tensor& tensor,
+                          std::string_view operation);
 
 // Folds `parts` (the same shape) into `into` with the bitwise operation.
 void fold_bitwise(Bitwise op, at::Tensor& into, const std::vector<at::Tensor>& parts);

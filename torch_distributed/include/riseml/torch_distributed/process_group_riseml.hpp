@@ -24,6 +24,8 @@
 #include <mutex>
 #include <tuple>
 #include <optional>
+#include <string_view>
+#include <functional>
 #include <vector>
 
 namespace riseml::torch_distributed {
@@ -31,6 +33,8 @@ namespace riseml::torch_distributed {
 class OpQueue;
 class StoreRendezvous;
 class ScratchBuffers;
+class DeviceCollectives;
+class DevicePath;
 
 struct ProcessGroupOptions {
   // Everything but the timeout, which is the group's (init_process_group / new_group timeout).
@@ -38,7 +42,14 @@ struct ProcessGroupOptions {
   // The secret connections authenticate with. Unset: group rank 0 draws one and shares it
   // through the store (as secret as the store is).
   std::optional<std::vector<std::byte>> job_secret;
+  // Tests only (RISEML_TORCH_DEVICE_STANDIN=1 in _riseml_c10d): CPU tensors take the device
+  // path (the one of CUDA tensors) on a host-memory stand-in of the GPU collectives, so that CI
+  // without a GPU runs its logic; the ops the device path lacks refuse them as CUDA tensors.
+  bool device_standin = false;
 };
+
+// Whether this build takes CUDA tensors (torch 2 with CUDA and riseml's GPU support).
+bool cuda_tensors_supported();
 
 // What torch's backends derive from: torch 2 split the ProcessGroup (the user's handle, one per
 // group) from the Backend (one per device type of a group).
@@ -132,6 +143,17 @@ class ProcessGroupRiseml : public BackendBase {
   c10::intrusive_ptr<c10d::Work> enqueue(const std::shared_ptr<OpQueue>& queue, c10d::OpType type,
                                          std::vector<at::Tensor> outputs,
                                          std::function<void()> run);
+  // Device ops (device_path.hpp): `used` are the tensors the op reads or writes, `body` runs
+  // on the worker with the path's collectives on its stream.
+  c10::intrusive_ptr<c10d::Work> enqueue_device(
+      c10d::OpType type, std::vector<at::Tensor> outputs, const std::vector<at::Tensor>& used,
+      std::function<void(DeviceCollectives&)> body);
+  // Whether `tensors` take the device path (CUDA tensors, or any with the stand-in); throws
+  // naming `operation` when they cannot (a build without it, mixed or other devices).
+  bool on_device(const std::vector<at::Tensor>& tensors, std::string_view operation);
+  // For ops without a device path: throws device_refusal when a tensor would take it.
+  void host_only(std::string_view operation, const std::vector<at::Tensor>& a,
+                 const std::vector<at::Tensor>& b = {});
   // The store key of the next message from src to dst with `tag`; `take` uses up the number.
   // allreduce of a sparse COO tensor (SUM): an allgather of every rank's indices and values.
   c10::intrusive_ptr<c10d::Work> sparse_allreduce(at::Tensor& tensor,
@@ -150,6 +172,8 @@ class ProcessGroupRiseml : public BackendBase {
   std::map<std::tuple<int, int, int>, std::uint64_t> p2p_sequence_;  // (src, dst, tag) -> next
   std::mutex p2p_mutex_;
   std::atomic<bool> destroying_{false};
+  std::mutex device_mutex_;
+  std::unique_ptr<DevicePath> device_path_;  // made at the first device op (set-up: its first run)
   std::shared_ptr<OpQueue> queue_;      // collectives, in call order (Works hold it weakly)
   std::shared_ptr<OpQueue> p2p_queue_;  // receives, in call order
 };

@@ -1,0 +1,300 @@
+"""The riseml torch.distributed backend on CUDA tensors, against torch's own nccl backend, on a
+machine with a GPU (issue 36, item 3). Needs _riseml_c10d built for a CUDA torch 2 with riseml's
+GPU support (`_riseml_c10d.cuda_tensors` is True): the build tree's python/ on PYTHONPATH, or
+`pip install --no-build-isolation .` into the environment of that torch.
+
+    python3 tests/gpu/torch_backend_cuda_check.py [--launch riseml-launch] [--sizes-mib 1,4,...]
+
+runs itself under `riseml-launch -n 1`, then `-n 2` when there are 2 GPUs (one per rank), and
+each run checks, with init_process_group("riseml") as the default group and an nccl group
+(new_group(backend="nccl")) over the same ranks beside it:
+
+1. results equal nccl's: all_reduce (SUM, AVG, MIN, MAX, PRODUCT; float32/64, float16, bfloat16,
+   int8/32/64, uint8; 1, 1000 and 2^20+3 elements), broadcast from every root, all_gather (list
+   and into one tensor), all_reduce_coalesced, async ops with futures, and stream order: the
+   collective issued while a side stream is current, between kernels on that stream, with no
+   synchronize in between (our stream waits for the caller's stream; the caller's waits for us);
+2. refusals: reduce_scatter_tensor on CUDA tensors fails naming the op and "cpu:riseml,cuda:nccl";
+3. a DDP training step: the same model, data and seed through riseml and through nccl: the
+   parameters after 5 steps agree, and the step time (median of 30) within 3% of nccl's;
+4. all_reduce time from 1 MiB up (float32, CUDA events, median of 20 after 5 warm-ups) beside
+   nccl's, target within 5%.
+
+Prints `torch_backend_cuda_check:` lines (ok/FAIL per check, one line per timing with the
+ratio and whether it meets the target). Exit: 0 every correctness check passed (timing targets
+are reported, not enforced, unless --strict-timing), 1 a check failed, 3 no usable GPU or no
+CUDA support in this _riseml_c10d.
+"""
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+TAG = "torch_backend_cuda_check:"
+
+
+def say(*parts):
+    print(TAG, *parts, flush=True)
+
+
+# ------------------------------------------------------------------------------------------
+# driver: runs the worker under riseml-launch at 1 and (with 2 GPUs) 2 ranks
+
+def driver(args):
+    try:
+        import torch
+        import _riseml_c10d
+    except ImportError as e:
+        say("cannot import torch or _riseml_c10d (%s): put the build's python/ on PYTHONPATH" % e)
+        return 3
+    if not torch.cuda.is_available():
+        say("no usable GPU here (torch.cuda.is_available() is False)")
+        return 3
+    if not getattr(_riseml_c10d, "cuda_tensors", False):
+        say("this _riseml_c10d takes no CUDA tensors (built without GPU support or for a CPU "
+            "torch): rebuild with a CUDA torch 2 and RISEML_CUDA=ON")
+        return 3
+    gpus = torch.cuda.device_count()
+    say("torch %s (cuda %s), %d GPU(s): %s" % (torch.__version__, torch.version.cuda, gpus,
+                                                torch.cuda.get_device_name(0)))
+    code = 0
+    for n in [1, 2]:
+        if n > gpus:
+            say("-n %d: skipped, %d GPU(s) here (one per rank)" % (n, gpus))
+            continue
+        cmd = [args.launch, "-n", str(n), "--tag-output", "--timeout", str(args.timeout), "--",
+               sys.executable, os.path.abspath(__file__), "--worker",
+               "--sizes-mib", args.sizes_mib] + (["--strict-timing"] if args.strict_timing else [])
+        say("-n %d: %s" % (n, " ".join(cmd)))
+        rc = subprocess.call(cmd, timeout=args.timeout + 30)
+        say("-n %d: rc %d" % (n, rc))
+        if rc != 0:
+            code = 1
+    say("RESULT: %s" % ("all correctness checks passed" if code == 0 else "FAILED"))
+    return code
+
+
+# ------------------------------------------------------------------------------------------
+# worker: one rank
+
+def worker(args):
+    import torch
+    import torch.distributed as dist
+    import riseml.torch.distributed  # noqa: F401  registers "riseml"
+
+    dist.init_process_group("riseml")
+    rank, size = dist.get_rank(), dist.get_world_size()
+    dev = torch.device("cuda", rank % torch.cuda.device_count())
+    torch.cuda.set_device(dev)
+    nccl = dist.new_group(backend="nccl")
+    failures = []
+    lead = rank == 0
+
+    def report(ok, what):
+        if not ok:
+            failures.append(what)
+        if lead or not ok:
+            say("rank %d %s %s" % (rank, "ok  " if ok else "FAIL", what))
+
+    def check(what, fn):
+        try:
+            report(bool(fn()), what)
+        except Exception as e:  # noqa: BLE001  every failure reported, the rest still run
+            report(False, "%s: %s: %s" % (what, type(e).__name__, str(e).splitlines()[0]))
+
+    say("rank %d of %d on %s" % (rank, size, torch.cuda.get_device_name(dev))) if lead else None
+
+    def data(n, dtype, seed):
+        g = torch.Generator(device="cpu").manual_seed(seed * 1000 + rank)
+        t = torch.randint(1, 4, (n,), generator=g)
+        return t.to(dtype).to(dev)
+
+    R = dist.ReduceOp
+    # 1. results equal nccl's
+    floats = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
+    ints = [torch.int8, torch.uint8, torch.int32, torch.int64]
+    for dtype in floats + ints:
+        ops = [R.SUM, R.MIN, R.MAX, R.PRODUCT] + ([R.AVG] if dtype in floats else [])
+        for op in ops:
+            for n in (1, 1000, (1 << 20) + 3):
+                def one(dtype=dtype, op=op, n=n):
+                    a = data(n, dtype, 1)
+                    b = a.clone()
+                    dist.all_reduce(a, op=op)
+                    dist.all_reduce(b, op=op, group=nccl)
+                    return torch.equal(a, b) if dtype in ints else torch.allclose(
+                        a.double(), b.double(), rtol=1e-3, atol=1e-3)
+                check("all_reduce %s %s n=%d equals nccl" % (op, dtype, n), one)
+    for root in range(size):
+        def bcast(root=root):
+            a = data(4097, torch.float32, 2)
+            b = a.clone()
+            dist.broadcast(a, src=root)
+            dist.broadcast(b, src=root, group=nccl)
+            return torch.equal(a, b)
+        check("broadcast from %d equals nccl" % root, bcast)
+
+    def gather_list():
+        x = data(777, torch.float16, 3)
+        a = [torch.empty_like(x) for _ in range(size)]
+        b = [torch.empty_like(x) for _ in range(size)]
+        dist.all_gather(a, x)
+        dist.all_gather(b, x, group=nccl)
+        return all(torch.equal(p, q) for p, q in zip(a, b))
+    check("all_gather (list) equals nccl", gather_list)
+
+    def gather_into():
+        x = data(1 << 16, torch.bfloat16, 4)
+        a = torch.empty(size * x.numel(), dtype=x.dtype, device=dev)
+        b = torch.empty_like(a)
+        dist.all_gather_into_tensor(a, x)
+        dist.all_gather_into_tensor(b, x, group=nccl)
+        return torch.equal(a, b)
+    check("all_gather_into_tensor equals nccl", gather_into)
+
+    def coalesced():
+        import warnings
+        ts = [data(k, torch.float32, 5 + k) for k in (3, 100, 7)]
+        want = [t.clone() for t in ts]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            dist.all_reduce_coalesced(ts)
+        for w in want:
+            dist.all_reduce(w, group=nccl)
+        return all(torch.equal(t, w) for t, w in zip(ts, want))
+    check("all_reduce_coalesced equals nccl", coalesced)
+
+    def async_futures():
+        ts = [torch.full((1 << 18,), float(rank + i), device=dev) for i in range(8)]
+        works = [dist.all_reduce(t, async_op=True) for t in ts]
+        fut = works[-1].get_future().then(lambda f: f.value()[0] * 2)
+        for w in works:
+            w.wait()
+        ok = all(torch.all(t == sum(r + i for r in range(size))).item() for i, t in enumerate(ts))
+        return ok and torch.all(fut.wait() == 2 * sum(r + 7 for r in range(size))).item()
+    check("async all_reduce with futures", async_futures)
+
+    def stream_order():
+        # Kernels on a side stream before and after the collective, no synchronize between:
+        # correct only if our stream waits for the side stream and the side stream for us.
+        side = torch.cuda.Stream(device=dev)
+        with torch.cuda.stream(side):
+            x = torch.empty(1 << 22, device=dev)
+            torch.cuda._sleep(20_000_000)  # a long kernel before the values are written
+            x.fill_(float(rank + 1))
+            work = dist.all_reduce(x, async_op=True)
+            work.wait()  # the side stream waits for the collective, this thread does not
+            y = x * 2
+        side.synchronize()
+        return torch.all(y == 2 * sum(r + 1 for r in range(size))).item()
+    check("stream order on a side stream (no CPU synchronisation)", stream_order)
+
+    def refused():
+        try:
+            dist.reduce_scatter_tensor(torch.empty(4, device=dev),
+                                       torch.ones(4 * size, device=dev))
+        except Exception as e:  # noqa: BLE001
+            return "cpu:riseml,cuda:nccl" in str(e) and "reduce_scatter" in str(e)
+        return False
+    check("reduce_scatter_tensor on CUDA refused, naming the op and the fix", refused)
+    dist.barrier()
+
+    # 3. DDP: same parameters after 5 steps, step time beside nccl's
+    def make_model():
+        torch.manual_seed(0)
+        return torch.nn.Sequential(
+            torch.nn.Conv2d(3, 64, 3, padding=1), torch.nn.ReLU(),
+            torch.nn.Conv2d(64, 64, 3, padding=1), torch.nn.ReLU(),
+            torch.nn.AdaptiveAvgPool2d(8), torch.nn.Flatten(),
+            torch.nn.Linear(64 * 64, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 10)).to(dev)
+
+    def train(group, steps, timed):
+        model = torch.nn.parallel.DistributedDataParallel(make_model(), device_ids=[dev.index],
+                                                          process_group=group)
+        opt = torch.optim.SGD(model.parameters(), lr=0.01)
+        g = torch.Generator(device="cpu").manual_seed(rank)
+        x = torch.randn(32, 3, 32, 32, generator=g).to(dev)
+        y = torch.randint(0, 10, (32,), generator=g).to(dev)
+        times = []
+        for s in range(steps):
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(model(x), y).backward()
+            opt.step()
+            torch.cuda.synchronize()
+            times.append(time.perf_counter() - t0)
+        return model, times
+
+    def ddp_same():
+        a, _ = train(None, 5, False)
+        b, _ = train(nccl, 5, False)
+        return all(torch.allclose(p, q, rtol=1e-4, atol=1e-5)
+                   for p, q in zip(a.parameters(), b.parameters()))
+    check("DDP: parameters after 5 steps equal nccl's", ddp_same)
+    perf_miss = []
+    try:
+        _, tr = train(None, 40, True)
+        _, tn = train(nccl, 40, True)
+        r, n_ = statistics.median(tr[10:]), statistics.median(tn[10:])
+        ok = r <= n_ * 1.03
+        perf_miss += [] if ok else ["DDP step"]
+        if lead:
+            say("timing DDP step (conv net, batch 32): riseml %.3f ms, nccl %.3f ms, ratio %.3f "
+                "(target <= 1.03: %s)" % (r * 1e3, n_ * 1e3, r / n_, "met" if ok else "MISSED"))
+    except Exception as e:  # noqa: BLE001
+        report(False, "DDP timing: %s" % e)
+
+    # 4. all_reduce time from 1 MiB
+    def timed(t, group, iters=20):
+        for _ in range(5):
+            dist.all_reduce(t, group=group)
+        torch.cuda.synchronize()
+        times = []
+        for _ in range(iters):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            dist.all_reduce(t, group=group)
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end))
+        return statistics.median(times)
+
+    for mib in [float(s) for s in args.sizes_mib.split(",")]:
+        t = torch.ones(int(mib * (1 << 20)) // 4, device=dev)
+        r = timed(t, None)
+        n_ = timed(t, nccl)
+        ok = r <= n_ * 1.05
+        if not ok:
+            perf_miss.append("all_reduce %g MiB" % mib)
+        if lead:
+            say("timing all_reduce %7.1f MiB float32: riseml %8.3f ms, nccl %8.3f ms, ratio %.3f "
+                "(target <= 1.05: %s)" % (mib, r, n_, r / n_, "met" if ok else "MISSED"))
+
+    if args.strict_timing and perf_miss:
+        failures.append("timing targets missed: %s" % ", ".join(perf_miss))
+    total = torch.tensor([float(len(failures))], device=dev)
+    dist.all_reduce(total, group=nccl)
+    dist.destroy_process_group()
+    if lead:
+        say("%d rank(s): %s; timing targets %s" % (
+            size, "all checks passed" if total.item() == 0 else "%d failure(s)" % total.item(),
+            "met" if not perf_miss else "missed: " + ", ".join(perf_miss)))
+    return 0 if total.item() == 0 else 1
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--launch", default="riseml-launch", help="riseml-launch to run the ranks")
+    p.add_argument("--sizes-mib", default="1,4,16,64,256", help="all_reduce sizes to time")
+    p.add_argument("--timeout", type=int, default=300, help="seconds per riseml-launch run")
+    p.add_argument("--strict-timing", action="store_true", help="a missed timing target fails")
+    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = p.parse_args()
+    sys.exit(worker(args) if args.worker else driver(args))
+
+
+if __name__ == "__main__":
+    main()
