@@ -13,13 +13,13 @@ riseml-elastic a thread of each worker watches the worlds the driver announces a
 States of each new one as soon as it is there (Horovod's workers hear of host updates the same
 way, from their driver).
 """
+import atexit
 import enum
 import functools
 import os
 import queue
 import sys
 import threading
-import time
 
 from riseml import HorovodInternalError, HostsUpdatedInterrupt
 
@@ -74,10 +74,11 @@ def _watch_announcements():
     if _watcher is not None or not os.environ.get('RISEML_ELASTIC_STORE'):
         return
 
+    stop = threading.Event()
+
     def watch():
         told = -1
-        while True:
-            time.sleep(0.1)
+        while not stop.wait(0.1):
             try:
                 announced = _world_announced()
             except Exception:  # the driver is gone: the job is ending
@@ -94,6 +95,16 @@ def _watch_announcements():
 
     _watcher = threading.Thread(target=watch, name='riseml-elastic-hosts', daemon=True)
     _watcher.start()
+
+    def stop_watching():
+        # Before the interpreter ends: a daemon thread that comes back from the binding (which
+        # asks the driver without the GIL) during finalization is ended by pthread_exit, whose
+        # unwinding through the binding's GIL guard aborts the process ("terminate called
+        # without an active exception"), a worker that finished well then counts as failed.
+        stop.set()
+        _watcher.join(timeout=10)
+
+    atexit.register(stop_watching)
 
 
 def notify_hosts_updated(timestamp, result=HostUpdateResult.added):

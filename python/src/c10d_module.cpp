@@ -26,6 +26,15 @@ PYBIND11_MODULE(_riseml_c10d, m) {
   // torch with riseml's GPU support.
   m.attr("cuda_tensors") = riseml::torch_distributed::cuda_tensors_supported();
 
+  m.def(
+      "wait_until_idle",
+      [](double seconds) {
+        return riseml::torch_distributed::wait_until_collectives_idle(
+            std::chrono::milliseconds(static_cast<long long>(seconds * 1000)));
+      },
+      py::arg("seconds"), py::call_guard<py::gil_scoped_release>(),
+      "Waits until no riseml group has a collective queued or running (at exit).");
+
   py::class_<PmixWorld>(m, "PmixWorld")
       .def(py::init<std::chrono::milliseconds>(), py::arg("timeout"),
            py::call_guard<py::gil_scoped_release>())
@@ -38,7 +47,8 @@ PYBIND11_MODULE(_riseml_c10d, m) {
       .def_property_readonly("hostname", [](const PmixWorld& w) { return w.facts().hostname; })
       .def_static("root_address", &PmixWorld::root_address, py::arg("iface"))
       .def("share_root", &PmixWorld::share_root, py::arg("endpoint"),
-           py::call_guard<py::gil_scoped_release>());
+           py::call_guard<py::gil_scoped_release>())
+      .def("close", &PmixWorld::close, py::call_guard<py::gil_scoped_release>());
 
   m.def(
       "create_process_group",

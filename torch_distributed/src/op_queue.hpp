@@ -5,6 +5,7 @@
 // VM when the threads sit on different CPUs (the engine does the same: cycle_runner.hpp).
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -28,6 +29,13 @@ class OpQueue {
   // returns at once when the worker is in a job. Jobs still run one at a time, in order.
   void run_until(const std::function<bool()>& done);
 
+  // Waits until every queue of the process is idle: nothing queued, no job running, and every
+  // finished job destroyed with what it captured (tensors, Works), or until `limit` passes.
+  // Returns whether they all were. For the interpreter's exit: a worker that drops the last
+  // reference to a tensor whose Python object torch preserved needs the GIL, and a thread that
+  // asks for the GIL while Python finalizes is ended by pthread_exit, which aborts the process.
+  static bool wait_all_idle(std::chrono::milliseconds limit);
+
  private:
   void run();
   // With `lock` held: runs the first job with the lock released, marked running meanwhile.
@@ -35,6 +43,7 @@ class OpQueue {
 
   std::mutex mutex_;
   std::condition_variable wake_;
+  std::condition_variable idle_;  // a job ended (and was destroyed) with nothing queued
   std::deque<std::function<void()>> jobs_;
   bool stopping_ = false;
   bool running_ = false;  // a job runs (on the worker or on a waiting caller)

@@ -162,6 +162,8 @@ ProcessGroupRiseml::~ProcessGroupRiseml() {
 
 bool cuda_tensors_supported() { return gpu_path_built(); }
 
+bool wait_until_collectives_idle(std::chrono::milliseconds limit) { return OpQueue::wait_all_idle(limit); }
+
 bool ProcessGroupRiseml::on_device(const std::vector<at::Tensor>& tensors,
                                    std::string_view operation) {
   bool cuda = false;

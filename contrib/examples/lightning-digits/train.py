@@ -79,6 +79,11 @@ def main():
                           "accuracy": round(float(metrics["val_acc"]), 4),
                           "backend": torch.distributed.get_backend(),
                           "world_size": trainer.world_size}), flush=True)
+    # Lightning leaves the process group up; torch asks for this before exit, and torch 2.15's
+    # gloo aborts at exit now and then without it ("terminate called without an active
+    # exception"). riseml's backend ends cleanly either way.
+    if torch.distributed.is_initialized():
+        torch.distributed.destroy_process_group()
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ other ranks through PMIx; the connections between ranks authenticate with the jo
 setup_environment() sets RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR and
 MASTER_PORT the same way, so that "nccl" and "gloo" work with env:// too, with no torchrun.
 """
+import atexit as _atexit
 import datetime as _datetime
 import os as _os
 import socket as _socket
@@ -147,6 +148,23 @@ def setup_environment(timeout=_datetime.timedelta(minutes=5)):
     return set_now
 
 
+def _at_exit():
+    # Before Python finalizes: riseml's worker threads let go of every tensor of the collectives
+    # that ended (a tensor whose Python object was already collected needs the GIL to go, and a
+    # thread that asks for it during finalization aborts the process), then the PMIx world
+    # disconnects.
+    _riseml_c10d.wait_until_idle(60.0)
+    _close_pmix_world()
+
+
+def _close_pmix_world():
+    # Disconnect from the launcher before the interpreter ends: a process still connected at exit
+    # is one that died to Slurm's PMIx plugin, which then cancels the step (status -61, lost
+    # connection), even after the training ended well.
+    if _pmix_world is not None:
+        _pmix_world.close()
+
+
 def _create_process_group(store, rank, size, timeout):
     return _riseml_c10d.create_process_group(store, rank, size, timeout, _pmix_world)
 
@@ -193,3 +211,4 @@ def _register():
 
 
 _register()
+_atexit.register(_at_exit)

@@ -20,9 +20,9 @@ class PmixWorld {
   // riseml::pmix::BootstrapError saying how to start the job when there is none.
   explicit PmixWorld(std::chrono::milliseconds timeout);
 
-  const pmix::JobFacts& facts() const { return session_->facts(); }
+  const pmix::JobFacts& facts() const { return facts_; }
   // The job's secret: every riseml process group of the job authenticates with it.
-  const std::vector<std::byte>& job_secret() const { return session_->job_secret(); }
+  const std::vector<std::byte>& job_secret() const { return secret_; }
 
   // The IPv4 address rank 0 serves the store on: RISEML_IFACE (an interface or address), else
   // the first non-loopback interface that is up.
@@ -31,8 +31,15 @@ class PmixWorld {
   // Collective: rank 0 passes "address:port" of the store it opened, every rank gets it back.
   std::string share_root(const std::string& root_endpoint);
 
+  // PMIx_Finalize now (idempotent). A process that exits still connected looks to the launcher
+  // like one that died: Slurm's PMIx plugin then cancels the whole step. Python does not promise
+  // to destroy module globals at exit, so riseml.torch.distributed calls this from atexit.
+  void close();
+
  private:
   std::unique_ptr<pmix::Session> session_;
+  pmix::JobFacts facts_;
+  std::vector<std::byte> secret_;
   std::chrono::milliseconds timeout_;
 };
 

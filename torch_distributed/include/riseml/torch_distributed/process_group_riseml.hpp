@@ -51,6 +51,12 @@ struct ProcessGroupOptions {
 // Whether this build takes CUDA tensors (torch 2 with CUDA and riseml's GPU support).
 bool cuda_tensors_supported();
 
+// Waits (at most `limit`) until no riseml process group of this process has a collective queued
+// or running, or holds a tensor of one that ended. Called at the interpreter's exit (atexit, the
+// GIL released) so that no worker thread drops a tensor while Python finalizes. Returns whether
+// every group was idle in time.
+bool wait_until_collectives_idle(std::chrono::milliseconds limit);
+
 // What torch's backends derive from: torch 2 split the ProcessGroup (the user's handle, one per
 // group) from the Backend (one per device type of a group).
 #if RISEML_TORCH_MAJOR >= 2
