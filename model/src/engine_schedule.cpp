@@ -126,10 +126,18 @@ Prediction simulate_step(const StepProfile& profile, const Cluster& c, const Eng
           ++m;
         }
       }
+      ScheduledCollective sc;
+      sc.cycle = out.cycles;
+      sc.first = k;
+      sc.count = m - k;
+      sc.bytes = bytes;
+      sc.cycle_start_s = start;
+      sc.start_s = now;
       if (m - k > 1 && c.copy_Bps > 0) {
         const double copy = 2 * bytes / c.copy_Bps;
         out.copy_s += copy;
         now += copy;
+        sc.copy_s = copy;
       }
       const Algorithm a = choose_algorithm(bytes, c, e.algorithm, e.small_bytes);
       const Cost cost = allreduce_cost(bytes, c, a, e.small_bytes);
@@ -137,6 +145,10 @@ Prediction simulate_step(const StepProfile& profile, const Cluster& c, const Eng
       out.algorithms[a]++;
       ++out.collectives;
       now += cost.total();
+      sc.algorithm = a;
+      sc.wire_s = cost.total();
+      sc.end_s = now;
+      out.schedule.push_back(sc);
       on_host += cost.host_s;
       k = m;
     }

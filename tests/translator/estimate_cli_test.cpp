@@ -2,6 +2,10 @@
 // without a network, a broken network: section and an unknown workload exit 2 with a fix.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+
 #include "test_support.hpp"
 
 namespace riseml::test {
@@ -43,6 +47,37 @@ TEST(EstimateCli, HorovodSettingsAndOverrides) {
   EXPECT_TRUE(contains(r.out, "engine busy 177.2 ms of the step: bandwidth 177.1")) << r.out;
   EXPECT_TRUE(contains(r.out, "  fp16 compression")) << "a link-bound VGG-16 wants fp16:\n" << r.out;
   // --plot (python3-matplotlib) is optional here: not run by the test.
+}
+
+// --schedule: every collective of the job's step, in order; the last one ends the step (a
+// link-bound VGG-16), and the gradients it lists add up to the model's.
+TEST(EstimateCli, ScheduleListsEveryCollectiveAndTheLastEndsTheStep) {
+  REQUIRE_CLI();
+  const CommandResult r = run_command({cli_path(), "estimate", "--site", network_site(), "--workload", "vgg16",
+                                       "--nodes", "2", "--gpus-per-node", "1", "--compute-scale", "0.25",
+                                       "--schedule"},
+                                      here());
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto at = r.out.find("the step's collectives (times from the step's start):\ncycle");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  std::istringstream rows(r.out.substr(r.out.find('\n', r.out.find("end ms", at)) + 1));
+  std::string line, last;
+  int gradients = 0;
+  while (std::getline(rows, line) && !line.empty()) {
+    std::istringstream f(line);
+    int cycle = 0, count = 0;
+    f >> cycle >> count;
+    gradients += count;
+    last = line;
+  }
+  EXPECT_EQ(gradients, 32) << r.out;  // VGG-16's 32 gradient tensors
+  double step = 0;
+  ASSERT_EQ(std::sscanf(r.out.c_str() + r.out.find("  step "), "  step %lf ms", &step), 1);
+  double end = 0;
+  std::istringstream f(last);
+  std::string word;
+  for (int i = 0; i < 10 && f >> word; ++i) end = std::atof(word.c_str());
+  EXPECT_NEAR(end, step, 0.1) << r.out;
 }
 
 TEST(EstimateCli, SiteWithoutNetworkSaysWhatToAdd) {

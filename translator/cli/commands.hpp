@@ -31,6 +31,7 @@ struct EstimateOptions {
   double compute_scale = 1.0;
   double overlap_slowdown = -1;     // <0: the site's network.overlap_slowdown
   std::string plot;                 // PNG of efficiency against GPUs
+  bool schedule = false;            // also print every collective of the job's step
 };
 int estimate(const EstimateOptions& options);
 int tf_config(const std::string& role, long long index, const std::string& roles,

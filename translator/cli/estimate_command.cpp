@@ -242,6 +242,20 @@ int estimate(const EstimateOptions& o) {
               p.copy_s * 1e3, p.negotiation_s * 1e3, p.collectives, p.cycles, algorithms_used(p).c_str());
   if (p.compute_slowed_s > 0)
     std::printf("  compute slowed by collectives: %.1f ms longer than alone\n", p.compute_slowed_s * 1e3);
+  if (o.schedule) {
+    // Every collective as the simulated engine runs it, to set beside riseml-replay's timeline
+    // (RISEML_TIMELINE; tools/sweeps/schedule_vs_timeline.py).
+    std::vector<std::vector<std::string>> rows;
+    rows.push_back({"cycle", "gradients", "first", "bytes", "algorithm", "cycle start ms", "start ms", "copies ms",
+                    "wire ms", "end ms"});
+    for (const auto& c : p.schedule)
+      rows.push_back({std::to_string(c.cycle), std::to_string(c.count),
+                      printable(profile.tensors[c.first].name), fixed(c.bytes, 0),
+                      std::string(m::to_string(c.algorithm)), fixed(c.cycle_start_s * 1e3, 3),
+                      fixed(c.start_s * 1e3, 3), fixed(c.copy_s * 1e3, 3), fixed(c.wire_s * 1e3, 3),
+                      fixed(c.end_s * 1e3, 3)});
+    std::printf("\nthe step's collectives (times from the step's start):\n%s", format_table(rows).c_str());
+  }
 
   std::vector<std::vector<std::string>> rows;
   rows.push_back({"GPUs", "nodes x GPUs", "step ms", "not hidden ms", "efficiency", "links allow", "images/s"});

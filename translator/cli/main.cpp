@@ -81,6 +81,8 @@ int main(int argc, char** argv) {
   estimate->add_option("--overlap-slowdown", est.overlap_slowdown,
                        "Share of compute speed lost while a collective runs (0-0.99; default: the site's)")
       ->check(CLI::Range(0.0, 0.99));
+  estimate->add_flag("--schedule", est.schedule,
+                     "Also print every collective of the step: cycle, gradients, bytes, start, copies, wire, end");
   estimate->add_option("--plot", est.plot, "Also draw efficiency against GPUs into this PNG (python3-matplotlib)");
 
   // The job verbs: ID is what riseml submit printed, or ID.K for experiment K of a sweep.

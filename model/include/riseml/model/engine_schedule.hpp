@@ -4,8 +4,10 @@
 // the backward pass goes on computing. The step ends when both are done.
 #pragma once
 
+#include <cstddef>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "riseml/model/collective_cost.hpp"
 #include "riseml/model/step_profile.hpp"
@@ -24,6 +26,21 @@ struct EngineSettings {
   double request_bytes = 96;
 };
 
+// One collective as the simulated engine runs it (riseml-replay's timeline shows the same
+// phases, tools/sweeps/schedule_vs_timeline.py sets them side by side). Seconds from the step's
+// start.
+struct ScheduledCollective {
+  int cycle = 0;
+  std::size_t first = 0, count = 0;  // the gradients it carries (indices in backward order)
+  double bytes = 0;
+  Algorithm algorithm = Algorithm::ring;
+  double cycle_start_s = 0;  // the cycle that took it began (negotiation follows)
+  double start_s = 0;        // its copy-in (fused) or wire time begins
+  double copy_s = 0;         // into and out of the fusion buffer
+  double wire_s = 0;         // the allreduce itself
+  double end_s = 0;
+};
+
 // Where the step's time goes. Times in seconds.
 struct Prediction {
   double compute_s = 0;     // forward + backward (the step without communication)
@@ -40,6 +57,7 @@ struct Prediction {
   int cycles = 0, collectives = 0;
   double bytes_per_rank = 0;   // all gradients, as sent
   std::map<Algorithm, int> algorithms;  // collectives run by each algorithm
+  std::vector<ScheduledCollective> schedule;  // every collective, in the order it ran
 };
 
 Prediction simulate_step(const StepProfile& profile, const Cluster& cluster, const EngineSettings& engine);
