@@ -24,6 +24,7 @@ embedding when its last use (the input) has been differentiated. These are shape
 model on, not measurements of any GPU: the rate is chosen so that the steps are 0.2-1 s, as in
 the shipped workloads.
 """
+import math
 import os
 import sys
 
@@ -133,13 +134,6 @@ SHAPES = {"gpt_tied": gpt_tied, "t5_tied": t5_tied, "many_small": many_small,
           "one_huge": one_huge, "vit_b16": vit_b16}
 
 
-def elements(shape):
-    n = 1
-    for s in shape:
-        n *= s
-    return n
-
-
 def workload_text(name, builder, tied):
     total = sum(f for _, _, f in builder.modules)
     step_ms = 3 * total / (RATE_TFLOPS * 1e12) * 1e3  # forward + backward (twice the forward)
@@ -153,11 +147,11 @@ def workload_text(name, builder, tied):
         for p, shape in mod_params:
             lines.append("grad %.1f %s %s" % (pending_us, p, "x".join(map(str, shape))))
             pending_us = 0.0
-            params += elements(shape)
+            params += math.prod(shape)
     for p, shape in tied_params:
         lines.append("grad %.1f %s %s" % (pending_us, p, "x".join(map(str, shape))))
         pending_us = 0.0
-        params += elements(shape)
+        params += math.prod(shape)
     text = ("# %s: %.2f M parameters in %d gradient tensors, %.2f TFLOPs forward a step.\n"
             "# Written by generate_shape_workloads.py; do not edit by hand.\n"
             "# grad <compute before it is ready, us> <parameter> <shape>, in backward order.\n"

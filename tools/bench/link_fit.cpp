@@ -141,7 +141,6 @@ int run_link_fit(Rendezvous& rendezvous, Communicator& comm, const std::string& 
   }, rounds);
   std::vector<std::vector<std::byte>> gradients(kFusionTensors, std::vector<std::byte>(kFusionBytes / kFusionTensors));
   std::vector<std::byte> fusion(kFusionBytes);
-  for (auto& g : gradients) std::memset(g.data(), 1, g.size());
   const double copy_s = median_seconds(comm, [&] {
     std::size_t at = 0;
     for (const auto& g : gradients) {

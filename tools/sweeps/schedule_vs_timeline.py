@@ -53,17 +53,12 @@ def measured_collectives(names, last):
         if (n, "ALLREDUCE") not in last:
             sys.exit("schedule_vs_timeline: %s has no ALLREDUCE in the timeline (the right workload?)" % n)
         start, dur, nbytes = last[(n, "ALLREDUCE")]
-        g = groups.setdefault(start, {"first": i, "tensors": [], "wire": dur, "copy": 0.0, "bytes": 0,
-                                      "enqueued": None, "ready": None})
+        g = groups.setdefault(start, {"first": i, "tensors": [], "wire": dur, "copy": 0.0, "bytes": 0})
         g["tensors"].append(i)
         g["bytes"] += nbytes
         for phase in ("MEMCPY_IN_FUSION_BUFFER", "MEMCPY_OUT_FUSION_BUFFER"):
             if (n, phase) in last:
                 g["copy"] += last[(n, phase)][1]
-        neg = last.get((n, "NEGOTIATE"))
-        if neg:
-            g["enqueued"] = neg[0] if g["enqueued"] is None else min(g["enqueued"], neg[0])
-            g["ready"] = neg[0] + neg[1] if g["ready"] is None else max(g["ready"], neg[0] + neg[1])
     out = []
     for start in sorted(groups):
         g = groups[start]

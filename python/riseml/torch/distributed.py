@@ -151,16 +151,10 @@ def setup_environment(timeout=_datetime.timedelta(minutes=5)):
 def _at_exit():
     # Before Python finalizes: riseml's worker threads let go of every tensor of the collectives
     # that ended (a tensor whose Python object was already collected needs the GIL to go, and a
-    # thread that asks for it during finalization aborts the process), then the PMIx world
-    # disconnects.
+    # thread that asks for it during finalization aborts the process). Then disconnect from the
+    # launcher: a process still connected at exit is one that died to Slurm's PMIx plugin, which
+    # cancels the step (status -61, lost connection) even after the training ended well.
     _riseml_c10d.wait_until_idle(60.0)
-    _close_pmix_world()
-
-
-def _close_pmix_world():
-    # Disconnect from the launcher before the interpreter ends: a process still connected at exit
-    # is one that died to Slurm's PMIx plugin, which then cancels the step (status -61, lost
-    # connection), even after the training ended well.
     if _pmix_world is not None:
         _pmix_world.close()
 
