@@ -77,7 +77,8 @@ std::vector<Advice> advise(const StepProfile& profile, const Cluster& cluster, c
   best_of(algorithms);
   std::vector<Advice> cycles;
   for (double ms : {0.25, 0.5, 1.0, 2.0, 5.0}) {
-    if (ms / 1e3 == engine.cycle_s) continue;
+    // riseml's engine starts a cycle when work arrives: its cycle time does not shape the step.
+    if (engine.start_when_idle || ms / 1e3 == engine.cycle_s) continue;
     EngineSettings e = engine;
     e.cycle_s = ms / 1e3;
     char buf[64];

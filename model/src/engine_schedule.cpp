@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <utility>
 #include <vector>
 
@@ -95,14 +96,20 @@ Prediction simulate_step(const StepProfile& profile, const Cluster& c, const Eng
   const double cycle = std::max(e.cycle_s, 1e-9);
   std::size_t i = 0;
   while (c.ranks() > 1 && i < n) {
-    // The next cycle starts a cycle after the previous one began, or when the previous one's
-    // work ends if that is later; cycles with nothing ready pass without cost.
-    double start = std::max(engine_free, last_start + cycle);
+    // Horovod's loop: the next cycle starts a cycle after the previous one began, or when the
+    // previous one's work ends if that is later; cycles with nothing ready pass without cost.
+    // riseml's: as soon as the previous one's work ends, or the next gradient is handed over.
+    double start = e.start_when_idle ? engine_free : std::max(engine_free, last_start + cycle);
+    bool woken = false;  // the cycle starts because a gradient reached the idle engine
     if (computed == i) {  // nothing waiting: the next gradient (exact: the engine is idle until it)
       const double first = next_ready();
-      if (first > start) start += std::ceil((first - start) / cycle - 1e-12) * cycle;
+      if (first > start) {
+        woken = e.start_when_idle;
+        start = woken ? first : start + std::ceil((first - start) / cycle - 1e-12) * cycle;
+      }
     }
     for (double t; computed < n && (t = next_ready()) <= start + 1e-12; ++computed) {
+      if (woken && computed > i) break;  // handed over after the engine woke: the next cycle
       ready[computed] = t;
       clock.advance_to(t);
     }
@@ -112,24 +119,37 @@ Prediction simulate_step(const StepProfile& profile, const Cluster& c, const Eng
     double now = start;
     const double negotiation = negotiation_cost(static_cast<int>(end - i), static_cast<int>(n), c, e);
     out.negotiation_s += negotiation;
-    now += negotiation;
+    out.cycle_overhead_s += c.cycle_overhead_s;
+    now += negotiation + c.cycle_overhead_s;
     const double collectives_from = now;
     double on_host = 0;  // of this cycle's collectives: the hosts' part, the GPUs free
-    // Fusion: in order, a buffer of tensors up to the threshold; a larger tensor alone, in place.
-    std::size_t k = i;
-    while (k < end) {
-      double bytes = profile.tensors[k].elements * esize;
+    // The small tensors first, then the others (riseml's engine; EngineSettings); each group in
+    // order, fused into buffers up to the threshold; a tensor at or over it alone, in place.
+    std::vector<std::size_t> order;
+    order.reserve(end - i);
+    auto small = [&](std::size_t g) {
+      return e.small_first_bytes > 0 && profile.tensors[g].elements * esize <= e.small_first_bytes;
+    };
+    for (std::size_t g = i; g < end; ++g)
+      if (small(g)) order.push_back(g);
+    const std::size_t small_count = order.size();
+    for (std::size_t g = i; g < end; ++g)
+      if (!small(g)) order.push_back(g);
+    std::size_t k = 0;
+    while (k < order.size()) {
+      const std::size_t group_end = k < small_count ? small_count : order.size();
+      double bytes = profile.tensors[order[k]].elements * esize;
       std::size_t m = k + 1;
       if (bytes < e.fusion_bytes) {
-        while (m < end && bytes + profile.tensors[m].elements * esize <= e.fusion_bytes) {
-          bytes += profile.tensors[m].elements * esize;
+        while (m < group_end && bytes + profile.tensors[order[m]].elements * esize <= e.fusion_bytes) {
+          bytes += profile.tensors[order[m]].elements * esize;
           ++m;
         }
       }
       ScheduledCollective sc;
       sc.cycle = out.cycles;
-      sc.first = k;
-      sc.count = m - k;
+      sc.gradients.assign(order.begin() + static_cast<std::ptrdiff_t>(k),
+                          order.begin() + static_cast<std::ptrdiff_t>(m));
       sc.bytes = bytes;
       sc.cycle_start_s = start;
       sc.start_s = now;
@@ -156,7 +176,7 @@ Prediction simulate_step(const StepProfile& profile, const Cluster& c, const Eng
     // lost is the same spread evenly over the cycle's work, which keeps the clock simple.
     if (now > collectives_from)
       clock.busy(collectives_from, now, 1 - slowdown * (1 - on_host / (now - collectives_from)));
-    out.engine_busy_s = out.wire.total() + out.copy_s + out.negotiation_s;
+    out.engine_busy_s = out.wire.total() + out.copy_s + out.negotiation_s + out.cycle_overhead_s;
     engine_free = now;
     last_start = start;
     i = end;
@@ -168,6 +188,28 @@ Prediction simulate_step(const StepProfile& profile, const Cluster& c, const Eng
   out.exposed_s = out.step_s - out.compute_s;
   out.efficiency = out.step_s > 0 ? out.compute_s / out.step_s : 1;
   return out;
+}
+
+Bound bounding_resource(const Prediction& p) {
+  if (p.step_s <= p.backward_end_s + 1e-12) return Bound::compute;
+  const std::pair<double, Bound> parts[] = {{p.wire.bandwidth_s, Bound::link_bandwidth},
+                                            {p.wire.latency_s + p.negotiation_s + p.cycle_overhead_s, Bound::latency},
+                                            {p.wire.reduce_s, Bound::reduction},
+                                            {p.copy_s, Bound::fusion_copies}};
+  return std::max_element(std::begin(parts), std::end(parts),
+                          [](const auto& a, const auto& b) { return a.first < b.first; })
+      ->second;
+}
+
+std::string_view to_string(Bound b) {
+  switch (b) {
+    case Bound::compute: return "compute (the backward pass ends last: communication is hidden)";
+    case Bound::link_bandwidth: return "the link between nodes (bandwidth)";
+    case Bound::latency: return "latency (per-message alpha, negotiation and the engine's cycles)";
+    case Bound::reduction: return "reduction (memory bandwidth of the ranks' adds)";
+    case Bound::fusion_copies: return "memory copies (into and out of fusion buffers)";
+  }
+  return "?";
 }
 
 }  // namespace riseml::model

@@ -40,13 +40,66 @@ TEST(EngineSchedule, EachGradientWaitsForTheNextCycleThenTheWire) {
 }
 
 TEST(EngineSchedule, CommunicationHiddenBehindTheBackwardPassCostsNothing) {
-  // Only a's allreduce (15-19 ms) runs while the backward goes on to 20 ms; b (ready at 15 ms too)
-  // is fused with a: 8 MB, 15-23 ms; a tail of 10 ms hides it (step = compute = 25 ms).
+  // a and b both ready at 15 ms: a reaches the idle engine first and goes alone (15-19 ms), b
+  // next (19-23 ms); a tail of 10 ms hides both (step = compute = 25 ms).
   const Prediction p = simulate_step(two_tensors(0, 10e-3), two_nodes(), EngineSettings{});
   EXPECT_NEAR(p.step_s, 25e-3, 1e-9);
   EXPECT_NEAR(p.exposed_s, 0, 1e-9);
   EXPECT_DOUBLE_EQ(p.efficiency, 1);
-  EXPECT_EQ(p.collectives, 1);
+  EXPECT_EQ(p.collectives, 2);
+  EXPECT_EQ(bounding_resource(p), Bound::compute);
+}
+
+TEST(EngineSchedule, TheIdleEngineStartsACycleWhenAGradientArrives) {
+  // a, b and c all ready at 15 ms; alpha 1 ms, so a cycle's negotiation is 2 ms and a ring 2 ms
+  // plus 4 ms a tensor. riseml's engine wakes for a: 15 + 2 + 6 = 23 ms; b and c, handed over
+  // after it woke, go fused in the next cycle, which starts at once: 23 + 2 + 2 + 8 = 35 ms.
+  StepProfile three = two_tensors(0);
+  three.tensors.push_back({"c", 1e6, 0});
+  const Prediction p = simulate_step(three, two_nodes(1e-3), EngineSettings{});
+  ASSERT_EQ(p.schedule.size(), 2u);
+  EXPECT_EQ(p.schedule[0].gradients.size(), 1u);
+  EXPECT_NEAR(p.schedule[0].cycle_start_s, 15e-3, 1e-9);
+  EXPECT_EQ(p.schedule[1].gradients.size(), 2u);
+  EXPECT_NEAR(p.schedule[1].cycle_start_s, 23e-3, 1e-7);
+  EXPECT_NEAR(p.step_s, 35e-3, 1e-6);
+  EXPECT_EQ(bounding_resource(p), Bound::link_bandwidth);
+  // Its cycle time does not shape the step (Horovod's loop: cycles on a grid, all three fused).
+  EngineSettings slow_cycle;
+  slow_cycle.cycle_s = 5e-3;
+  EXPECT_NEAR(simulate_step(three, two_nodes(1e-3), slow_cycle).step_s, 35e-3, 1e-6);
+  slow_cycle.start_when_idle = false;
+  const Prediction h = simulate_step(three, two_nodes(1e-3), slow_cycle);
+  EXPECT_EQ(h.collectives, 1);
+  EXPECT_NEAR(h.step_s, 15e-3 + 2e-3 + 2e-3 + 12e-3, 1e-6);
+}
+
+TEST(EngineSchedule, TheEnginesOwnTimeIsChargedEveryCycle) {
+  // As TheIdleEngineStartsACycleWhenAGradientArrives, with 1 ms of the engine's own a cycle:
+  // a ends at 24 ms, b and c at 24 + 1 + 2 + 2 + 8 = 37 ms.
+  StepProfile three = two_tensors(0);
+  three.tensors.push_back({"c", 1e6, 0});
+  Cluster c = two_nodes(1e-3);
+  c.cycle_overhead_s = 1e-3;
+  const Prediction p = simulate_step(three, c, EngineSettings{});
+  EXPECT_EQ(p.cycles, 2);
+  EXPECT_NEAR(p.cycle_overhead_s, 2e-3, 1e-9);
+  EXPECT_NEAR(p.step_s, 37e-3, 1e-6);
+  EXPECT_NEAR(p.engine_busy_s, p.wire.total() + p.negotiation_s + 2e-3, 1e-9);
+}
+
+TEST(EngineSchedule, TheBoundIsTheLargestPartOfTheEngineWorkThatEndsTheStep) {
+  // 1 ms alpha against 1 KB tensors: latency; 1 GB/s copies of 4 MB fused buffers against a
+  // 1 TB/s link: the copies.
+  StepProfile small = two_tensors(0);
+  for (auto& t : small.tensors) t.elements = 256;
+  EXPECT_EQ(bounding_resource(simulate_step(small, two_nodes(1e-3), EngineSettings{})), Bound::latency);
+  Cluster fast_link = two_nodes();
+  fast_link.inter.bandwidth_Bps = 1e12;
+  fast_link.copy_Bps = 1e9;
+  EngineSettings horovod_loop;  // fuses a and b, so copies them
+  horovod_loop.start_when_idle = false;
+  EXPECT_EQ(bounding_resource(simulate_step(two_tensors(0), fast_link, horovod_loop)), Bound::fusion_copies);
 }
 
 TEST(EngineSchedule, CollectivesSlowTheComputeTheyOverlap) {
@@ -110,12 +163,13 @@ TEST(EngineSchedule, FusionSavesTheLatencyOfEachCollective) {
   // allreduce of the bit vector on 2 ranks, one halving and one doubling step) costs 2 alpha.
   // Fused: one 8 MB ring = 2 alpha + 8 ms = 10 ms: step 15 + 2 + 10 = 27 ms.
   // Unfused (threshold 0): two rings of 2 alpha + 4 ms: 12 ms: step 29 ms.
-  EngineSettings fused;
+  EngineSettings fused;  // Horovod's cycle loop, which finds both ready in one cycle
+  fused.start_when_idle = false;
   const Prediction f = simulate_step(two_tensors(0), two_nodes(1e-3), fused);
   EXPECT_NEAR(f.negotiation_s, 2e-3, 1e-6);
   EXPECT_NEAR(f.step_s, 27e-3, 1e-6);
   EXPECT_EQ(f.collectives, 1);
-  EngineSettings unfused;
+  EngineSettings unfused = fused;
   unfused.fusion_bytes = 0;
   const Prediction u = simulate_step(two_tensors(0), two_nodes(1e-3), unfused);
   EXPECT_NEAR(u.step_s, 29e-3, 1e-6);
@@ -124,6 +178,31 @@ TEST(EngineSchedule, FusionSavesTheLatencyOfEachCollective) {
   Cluster copying = two_nodes(1e-3);
   copying.copy_Bps = 8e9;
   EXPECT_NEAR(simulate_step(two_tensors(0), copying, fused).step_s, 29e-3, 1e-6);
+}
+
+TEST(EngineSchedule, TheSmallTensorsOfACycleGoFirstInTheirOwnBuffer) {
+  // a (1 M), b (1000), c (1 M), d (16384 elements = 64 KiB) all ready at 15 ms, one cycle.
+  // riseml's engine runs b and d (<= 64 KiB) fused first, then a and c: two collectives, each
+  // with its 2 alpha; the bytes are the same.
+  StepProfile four = two_tensors(0);
+  four.tensors = {{"a", 1e6, 5e-3}, {"b", 1000, 0}, {"c", 1e6, 0}, {"d", 16384, 0}};
+  EngineSettings e;
+  e.start_when_idle = false;
+  const Prediction p = simulate_step(four, two_nodes(1e-3), e);
+  ASSERT_EQ(p.schedule.size(), 2u);
+  EXPECT_EQ(p.schedule[0].gradients, (std::vector<std::size_t>{1, 3}));
+  EXPECT_NEAR(p.schedule[0].bytes, 4 * (1000 + 16384), 1e-9);
+  EXPECT_EQ(p.schedule[1].gradients, (std::vector<std::size_t>{0, 2}));
+  // Horovod fuses the cycle in one buffer, in order: one collective, 2 alpha less.
+  EngineSettings h = e;
+  h.small_first_bytes = 0;
+  const Prediction one = simulate_step(four, two_nodes(1e-3), h);
+  ASSERT_EQ(one.schedule.size(), 1u);
+  EXPECT_EQ(one.schedule[0].gradients, (std::vector<std::size_t>{0, 1, 2, 3}));
+  EXPECT_NEAR(p.step_s - one.step_s, 2e-3, 1e-6);
+  // In float16, d's 32 KiB is small as well; a 16385-element tensor is not in float32.
+  four.tensors[3].elements = 16385;
+  EXPECT_EQ(simulate_step(four, two_nodes(1e-3), e).schedule[0].gradients, (std::vector<std::size_t>{1}));
 }
 
 TEST(EngineSchedule, Fp16HalvesTheBytes) {
@@ -138,7 +217,8 @@ TEST(EngineSchedule, Fp16HalvesTheBytes) {
 
 TEST(EngineSchedule, ALongCycleDelaysTheLastGradient) {
   // A 4 ms cycle: cycles at 4, 8, 12, 16 ms: a (ready 15) goes at 16-20; b (ready 20) at 20-24.
-  EngineSettings e;
+  EngineSettings e;  // Horovod's loop: cycles on a grid
+  e.start_when_idle = false;
   e.cycle_s = 4e-3;
   const Prediction p = simulate_step(two_tensors(), two_nodes(), e);
   EXPECT_NEAR(p.step_s, 24e-3, 1e-6);

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "riseml/model/collective_cost.hpp"
@@ -16,11 +17,22 @@ namespace riseml::model {
 
 struct EngineSettings {
   double cycle_s = 1e-3;              // RISEML_CYCLE_TIME_MS (Horovod's default was 5 ms)
+  // riseml's engine parks when no rank has work and starts a cycle the moment a gradient is
+  // handed to it (engine/src/engine_loop.cpp): that gradient goes alone, the ones handed over
+  // microseconds later wait for the next cycle, which starts as soon as this one's work ends.
+  // The cycle time then never delays a step whose ranks submit alike (riseml-replay's timelines:
+  // 10 collectives where a cycle grid would fuse 6). Horovod's loop sleeps out every cycle: false.
+  bool start_when_idle = true;
   double fusion_bytes = 64u << 20;    // RISEML_FUSION_THRESHOLD; 0: no fusion
   bool fp16 = false;                  // gradients sent as float16: 2 bytes an element, not 4
   bool response_cache = true;         // negotiation is one small bit-vector allreduce a cycle
   Algorithm algorithm = Algorithm::automatic;  // RISEML_ALGORITHM
   double small_bytes = 65536;         // RISEML_SMALL_BYTES
+  // riseml's engine runs a cycle's tensors of at most this many bytes first, fused among
+  // themselves, then the larger ones (engine/src/executor.cpp): two collectives where one buffer
+  // would do (riseml-replay's timelines: 31 collectives a step where a single buffer a cycle makes
+  // 13). 0: one buffer for all (Horovod).
+  double small_first_bytes = 65536;
   // Without the response cache: the bytes of one tensor's request (name, shape, type), gathered
   // by rank 0 from every rank and broadcast back as a response.
   double request_bytes = 96;
@@ -31,7 +43,7 @@ struct EngineSettings {
 // start.
 struct ScheduledCollective {
   int cycle = 0;
-  std::size_t first = 0, count = 0;  // the gradients it carries (indices in backward order)
+  std::vector<std::size_t> gradients;  // the gradients it carries (indices in backward order)
   double bytes = 0;
   Algorithm algorithm = Algorithm::ring;
   double cycle_start_s = 0;  // the cycle that took it began (negotiation follows)
@@ -50,7 +62,8 @@ struct Prediction {
   Cost wire;                // the collectives' alpha, beta and gamma terms, summed
   double copy_s = 0;        // into and out of fusion buffers
   double negotiation_s = 0; // per cycle with work: cache bit vector or requests
-  double engine_busy_s = 0; // wire + copy + negotiation
+  double cycle_overhead_s = 0;  // per cycle with work: the engine's own (Cluster::cycle_overhead_s)
+  double engine_busy_s = 0; // wire + copy + negotiation + cycle overhead
   double queue_s = 0;       // summed over tensors: ready until its cycle starts
   double backward_end_s = 0;   // when the last gradient's compute (and the tail) ends
   double compute_slowed_s = 0; // how much later that is because collectives slowed compute
@@ -59,6 +72,12 @@ struct Prediction {
   std::map<Algorithm, int> algorithms;  // collectives run by each algorithm
   std::vector<ScheduledCollective> schedule;  // every collective, in the order it ran
 };
+
+// What the step waits for longest: the backward pass (communication hidden), or, of the
+// engine's work that ends the step, its largest part.
+enum class Bound { compute, link_bandwidth, latency, reduction, fusion_copies };
+Bound bounding_resource(const Prediction& p);
+std::string_view to_string(Bound b);
 
 Prediction simulate_step(const StepProfile& profile, const Cluster& cluster, const EngineSettings& engine);
 

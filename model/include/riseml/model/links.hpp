@@ -26,6 +26,9 @@ struct Cluster {
   double reduce_s_per_byte = 0;
   // Copying tensors into and out of the fusion buffer, bytes per second (0: free).
   double copy_Bps = 0;
+  // The engine's own time a cycle beyond its negotiation and collectives (waking, completing
+  // handles; riseml-bench --fit measures it through the engine). 0: none.
+  double cycle_overhead_s = 0;
   // The share of compute speed lost while a collective runs (fusion copies and transfer), 0..<1:
   // on a GPU, NCCL's kernels take SMs and memory bandwidth from the backward pass, and on a
   // PCIe machine its copies take the bus. 0: compute never slows (riseml-replay sleeps its
