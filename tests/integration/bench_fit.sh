@@ -27,11 +27,23 @@ for key in nodes_link intra_node; do
 done
 grep -q '^  reduce_bandwidth: [0-9.]*GB/s$' "$dir/net.yml" || fail "reduce_bandwidth"
 grep -q '^  copy_bandwidth: [0-9.]*GB/s$' "$dir/net.yml" || fail "copy_bandwidth"
+# The engine's own time a cycle: measured through the engine, under 100 ms.
+cycle=$(sed -n 's/^  cycle_overhead: \([0-9.]*\)\(us\|ms\) .*/\1 \2/p' "$dir/net.yml")
+[ -n "$cycle" ] || fail "no cycle_overhead"
+awk -v c="$cycle" 'BEGIN { split(c, v, " "); us = v[1] * (v[2] == "ms" ? 1000 : 1); exit !(us >= 0 && us < 100000) }' ||
+  fail "cycle_overhead $cycle"
+# The spread: the fastest burst over the model and the slowest, in range and in order.
+spread=$(grep "^  spread: {fast: " "$dir/net.yml") || fail "no spread"
+fast=$(sed -n 's/.*fast: \([0-9.]*\),.*/\1/p' <<<"$spread")
+slow=$(sed -n 's/.*slow: \([0-9.]*\)}.*/\1/p' <<<"$spread")
+awk -v f="$fast" -v s="$slow" 'BEGIN { exit !(f > 0.1 && f <= s && s <= 10) }' ||
+  fail "spread fast $fast slow $slow"
 
 "$riseml" estimate --network "$dir/net.yml" --workload resnet50 --nodes 2 >"$dir/est.txt" 2>&1 ||
   { cat "$dir/est.txt"; fail "riseml estimate does not read the fit"; }
 grep -q "network ($dir/net.yml): between nodes" "$dir/est.txt" || fail "estimate did not use the file"
 grep -q 'this job: 2 nodes x 2 GPUs = 4 ranks' "$dir/est.txt" || fail "estimate shape"
+grep -q "^  range [0-9.]* - [0-9.]* ms .*(spread fast $fast, slow $slow; " "$dir/est.txt" || fail "estimate prints no range"
 
 # An unwritable path: exit 1 naming it, and no partial file.
 if "$launch" -n 2 --timeout 60 -- "$bench" --fit /proc/riseml-no/net.yml --rounds 1 >"$dir/bad.txt" 2>&1; then

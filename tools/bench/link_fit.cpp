@@ -1,6 +1,7 @@
 #include "link_fit.hpp"
 
 #include <riseml/model/collective_cost.hpp>
+#include <riseml/model/engine_schedule.hpp>
 #include <riseml/model/links.hpp>
 #include <riseml/subset_rendezvous.hpp>
 #include <unistd.h>
@@ -16,6 +17,10 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#ifdef RISEML_BENCH_HAVE_ENGINE
+#include <riseml/engine/engine.hpp>
+#endif
 
 #include "alpha_beta_fit.hpp"
 #include <riseml/common/atomic_file.hpp>
@@ -35,10 +40,22 @@ constexpr std::size_t kGammaBytes = 16u << 20;
 constexpr std::size_t kFusionBytes = 64u << 20;
 constexpr std::size_t kFusionTensors = 16;
 constexpr double kLoopSeconds = 0.15;  // target time of one timed loop
+// The spread: this many bursts through the engine, each a step's worth of gradients handed over
+// at once (kBurstLarge of 4 MiB, each after a 16 KiB "bias", as a layer's weight and bias), each
+// timed alone (slowest rank) against the model's schedule of the same burst with the numbers just
+// fitted. The fit above takes medians, which leave out the calls a stalled TCP flow or a busy
+// host slows, and the model leaves out what the engine does between collectives beyond its
+// measured cycle time; the fastest and slowest burst over the model bound the printed range.
+constexpr int kSpreadCalls = 15;
+constexpr std::size_t kBurstLarge = 16;
 
 struct Measured {
   LinkParameters link;
   int ranks = 0;
+};
+
+struct Spread {
+  double fast = 1, mean = 1, slow = 1;
 };
 
 // Seconds per call of `call`, slowest rank, median over rounds of loops of ~kLoopSeconds.
@@ -66,6 +83,60 @@ Measured measure_link(Communicator& comm, int rounds) {
   return {fit_alpha_beta(blocks, per_step), n};
 }
 
+#ifdef RISEML_BENCH_HAVE_ENGINE
+// Seconds per one-float allreduce through the engine (all ranks), one at a time: each wakes the
+// parked engine, negotiates, reduces and completes the caller's handle, as a gradient that
+// reaches an idle engine in a training step does.
+double engine_call_seconds(engine::Engine& engine, Communicator& comm, int rounds) {
+  float x = 1;  // averaged: stays 1
+  return median_seconds(comm, [&] {
+    engine.allreduce("riseml-fit-cycle", &x, &x, {1}, DataType::float32, ReduceOp::average).wait();
+  }, rounds);
+}
+
+// kSpreadCalls bursts through the engine (see kSpreadCalls), each over the model's time for it.
+Spread measure_spread(engine::Engine& engine, Communicator& comm, const model::Cluster& c) {
+  constexpr std::size_t kLarge = (4u << 20) / sizeof(float), kSmall = (16u << 10) / sizeof(float);
+  std::vector<std::vector<float>> grads;
+  model::StepProfile burst;  // every gradient ready at once
+  for (std::size_t i = 0; i < kBurstLarge; ++i) {
+    grads.emplace_back(kLarge, 1.0f);
+    burst.tensors.push_back({"w" + std::to_string(i), static_cast<double>(kLarge), 0});
+    grads.emplace_back(kSmall, 1.0f);
+    burst.tensors.push_back({"b" + std::to_string(i), static_cast<double>(kSmall), 0});
+  }
+  const double modelled = model::simulate_step(burst, c, model::EngineSettings{}).step_s;
+  std::vector<engine::Handle> handles;
+  auto one_burst = [&] {
+    handles.clear();
+    for (std::size_t i = 0; i < grads.size(); ++i)
+      handles.push_back(engine.allreduce("riseml-fit-burst." + std::to_string(i), grads[i].data(), grads[i].data(),
+                                         {static_cast<std::int64_t>(grads[i].size())}, DataType::float32,
+                                         ReduceOp::average));
+    for (const auto& h : handles) h.wait();
+  };
+  one_burst();  // warm: the names' first negotiation, the response cache
+  const std::vector<double> calls = time_per_call(comm, one_burst, kSpreadCalls);
+  Spread s;
+  const double median = quantile(calls, 0.5);
+  s.fast = *std::min_element(calls.begin(), calls.end()) / modelled;
+  s.slow = std::max(s.fast, *std::max_element(calls.begin(), calls.end()) / modelled);
+  double sum = 0;
+  for (double t : calls) sum += t;
+  s.mean = sum / static_cast<double>(calls.size()) / median;
+  if (comm.rank() == 0) {
+    std::printf("# spread: %d bursts of %zu gradients (%zu of 4 MiB, each with a 16 KiB one) through the engine, "
+                "each alone: the model's %.2f ms; fastest %+.1f%% and slowest %+.1f%% of that; mean %+.1f%% over the "
+                "median %.2f ms; every burst, ms:",
+                kSpreadCalls, grads.size(), kBurstLarge, modelled * 1e3, 100 * (s.fast - 1), 100 * (s.slow - 1),
+                100 * (s.mean - 1), median * 1e3);
+    for (double t : calls) std::printf(" %.1f", t * 1e3);
+    std::printf("\n");
+  }
+  return s;
+}
+#endif
+
 // A communicator over `members` (job ranks) while the others stand by; null on non-members.
 std::unique_ptr<Communicator> sub_communicator(Rendezvous& rendezvous, Communicator& comm,
                                                const std::vector<int>& members,
@@ -88,8 +159,12 @@ std::string rate_text(double Bps) {
 }
 
 std::string latency_text(double s) {
+  // %g turns 1486 us into 1.49e+03us; past a millisecond write milliseconds instead.
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%.3gus", s * 1e6);
+  if (s < 1e-3)
+    std::snprintf(buf, sizeof buf, "%.3gus", s * 1e6);
+  else
+    std::snprintf(buf, sizeof buf, "%.4gms", s * 1e3);
   return buf;
 }
 
@@ -225,6 +300,40 @@ int run_link_fit(Rendezvous& rendezvous, Communicator& comm, const std::string& 
   }
   comm.barrier();
 
+  // The engine's own time a cycle: what a one-float allreduce through it takes beyond what the
+  // model charges such a cycle (its negotiation and the allreduce of 4 bytes, with the links
+  // just fitted). riseml-replay's timelines put 0.3-2 ms between collectives on the testbed
+  // where the model had only the negotiation (issue 37). Every rank takes part.
+  std::optional<double> cycle_overhead_s;
+  std::optional<Spread> spread;
+#ifdef RISEML_BENCH_HAVE_ENGINE
+  if (comm.size() > 1) {
+    CommunicatorOptions options = CommunicatorOptions::from_environment();
+    options.rendezvous_prefix = "riseml-fit-engine";
+    engine::Engine engine(rendezvous, options, engine::EngineOptions::from_environment());
+    const double call_s = engine_call_seconds(engine, comm, rounds);
+    model::Cluster c;
+    c.nodes = layout.hosts;
+    c.ranks_per_node = per_node;
+    if (nodes) c.inter = {nodes->link.latency_s, nodes->link.bandwidth_Bps};
+    if (intra) c.intra = {intra->link.latency_s, intra->link.bandwidth_Bps};
+    const double charged = model::halving_doubling_cost(8, c).total() +
+                           model::allreduce_cost(4, c, model::choose_algorithm(4, c)).total();
+    cycle_overhead_s = std::max(0.0, call_s - charged);
+    if (comm.rank() == 0)
+      std::printf("# engine cycle: a one-float allreduce through the engine takes %.1f us a call; the model charges "
+                  "%.1f us (negotiation and allreduce): %.1f us a cycle its own\n",
+                  call_s * 1e6, charged * 1e6, *cycle_overhead_s * 1e6);
+    if (layout.hosts > 1) {  // every rank takes part (only the column of rank 0 has `nodes`)
+      c.reduce_s_per_byte = 1 / reduce_Bps;
+      c.copy_Bps = copy_Bps;
+      c.cycle_overhead_s = *cycle_overhead_s;
+      spread = measure_spread(engine, comm, c);
+    }
+    if (comm.rank() == 0) std::printf("\n");
+  }
+#endif
+
   // Rank 0 (in both sub-communicators) holds every result; it writes the file.
   if (comm.rank() != 0) return 0;
   std::ostringstream y;
@@ -247,8 +356,18 @@ int run_link_fit(Rendezvous& rendezvous, Communicator& comm, const std::string& 
   };
   link("nodes_link", nodes, " hosts", "one host); run the fit across nodes (srun -N2 or more");
   link("intra_node", intra, " ranks of one host", "one rank a host); the model's default applies");
+  if (spread) {
+    char line[200];
+    std::snprintf(line, sizeof line, "  spread: {fast: %.3f, mean: %.3f, slow: %.3f}   # %d bursts of %zu gradients "
+                  "through the engine: fast, slow over the model's time; mean over their median\n",
+                  spread->fast, spread->mean, spread->slow, kSpreadCalls, 2 * kBurstLarge);
+    y << line;
+  }
   y << "  reduce_bandwidth: " << rate_text(reduce_Bps) << "\n"
     << "  copy_bandwidth: " << rate_text(copy_Bps) << "\n";
+  if (cycle_overhead_s)
+    y << "  cycle_overhead: " << latency_text(*cycle_overhead_s)
+      << "   # the engine's own time a cycle, beyond negotiation and collectives\n";
   const std::string error = write_file_atomically(path, y.str());
   if (!error.empty()) {
     std::fprintf(stderr, "riseml-bench --fit: cannot write %s: %s\n", path.c_str(), error.c_str());
