@@ -1,5 +1,6 @@
 #include "site_config.hpp"
 
+#include <cstdio>
 #include <filesystem>
 
 #include <riseml/model/links.hpp>
@@ -77,11 +78,54 @@ std::optional<SiteNetwork::HostPath> parse_host_path(YamlReader& r, const YAML::
   return host;
 }
 
+// spread: {fast: 0.97, mean: 1.02, slow: 1.15}: the fit's fastest and slowest burst of
+// gradients through the engine over the model's time for it, and their mean over their median.
+std::optional<SiteNetwork::Spread> parse_spread(YamlReader& r, const YAML::Node& node) {
+  const std::string path = "network.spread";
+  const char* example =
+      "spread: {fast: 0.97, mean: 1.02, slow: 1.15} (riseml-bench --fit writes it; docs/model.md)";
+  if (!r.expect_map(node, path, example)) return std::nullopt;
+  r.check_keys(node, path, {"fast", "mean", "slow"});
+  SiteNetwork::Spread spread;
+  bool ok = true;
+  auto read = [&](const char* key, double low, double high, double& into, bool required = true) {
+    const std::string at = join_key(path, key);
+    auto n = node[key];
+    if (!n && !required) return;  // the median
+    if (!n) {
+      r.error(node, path, std::string("needs ") + key + ": e.g. " + example);
+      ok = false;
+      return;
+    }
+    auto v = r.number(n, at, 0, false, example);
+    if (!v) {
+      ok = false;
+    } else if (*v < low || *v > high) {
+      char range[64];
+      std::snprintf(range, sizeof range, "%g to %g", low, high);
+      r.error(n, at, "must be from " + std::string(range) + ": e.g. " + example);
+      ok = false;
+    } else {
+      into = *v;
+    }
+  };
+  read("fast", 0.1, 10, spread.fast);
+  read("mean", 0.5, 10, spread.mean, false);
+  read("slow", 0.1, 10, spread.slow);
+  if (!ok) return std::nullopt;
+  if (spread.slow < spread.fast) {
+    r.error(node["slow"], join_key(path, "slow"), "must be at least fast: e.g. " + std::string(example));
+    return std::nullopt;
+  }
+  return spread;
+}
+
 std::optional<SiteNetwork> parse_network(YamlReader& r, const YAML::Node& node) {
   const char* example = "network: {gpus_per_node: 4, nodes_link: {bandwidth: 25gbit, latency: 5us}}";
   if (!r.expect_map(node, "network", example)) return std::nullopt;
   r.check_keys(node, "network", {"gpus_per_node", "nodes_link", "intra_node", "reduce_bandwidth",
-                                 "copy_bandwidth", "overlap_slowdown", "host_path"});
+                                 "copy_bandwidth", "overlap_slowdown", "host_path", "spread",
+                                 "cycle_overhead"});
   SiteNetwork net;
   net.where = r.where(node);
   if (auto n = node["gpus_per_node"]) {
@@ -101,6 +145,9 @@ std::optional<SiteNetwork> parse_network(YamlReader& r, const YAML::Node& node) 
   if (auto n = node["copy_bandwidth"]) {
     if (auto v = read_unit(r, n, "network.copy_bandwidth", true)) net.copy_Bps = *v;
   }
+  if (auto n = node["cycle_overhead"]) {
+    if (auto v = read_unit(r, n, "network.cycle_overhead", false)) net.cycle_overhead_s = *v;
+  }
   if (auto n = node["overlap_slowdown"]) {
     const char* example = "overlap_slowdown: 0.2 (compute runs at 80% while a collective runs)";
     if (auto v = r.number(n, "network.overlap_slowdown", 0, false, example)) {
@@ -112,6 +159,7 @@ std::optional<SiteNetwork> parse_network(YamlReader& r, const YAML::Node& node) 
     }
   }
   if (auto n = node["host_path"]) net.host_path = parse_host_path(r, n);
+  if (auto n = node["spread"]) net.spread = parse_spread(r, n);
   return net;
 }
 

@@ -35,7 +35,17 @@ struct SiteNetwork {
   SiteLink intra_node{10e9, 2e-6};       // shared memory, NVLink or PCIe between a node's ranks
   double reduce_Bps = 0;                 // bytes a second a rank reduces; 0: free (GPU)
   double copy_Bps = 0;                   // fusion buffer copies; 0: free (GPU)
+  double cycle_overhead_s = 0;           // the engine's own time a cycle (riseml-bench --fit)
   double overlap_slowdown = 0;           // compute speed lost while collectives run (0..<1)
+  // The fit's bursts of gradients through the engine (riseml-bench --fit): the fastest and
+  // slowest over the model's time for them bound the range riseml estimate prints; their mean
+  // over their median says how much a long run's average step lies above a typical one.
+  struct Spread {
+    double fast = 1;  // <= slow
+    double mean = 1;
+    double slow = 1;
+  };
+  std::optional<Spread> spread;
   // GPU nodes: how the hierarchical mode's step between nodes runs on the hosts (docs/model.md):
   // staging to pinned memory and back, the CPU's reduction, TCP's latency a step.
   struct HostPath {

@@ -110,6 +110,36 @@ TEST(EstimateCli, BrokenNetworkSectionIsReportedWithLines) {
   EXPECT_TRUE(contains(r.err, "bad-network.yml:5:21: error: network.overlap_slowdown: must be below 1")) << r.err;
 }
 
+TEST(EstimateCli, LinkSpreadOutOfRangeIsReportedWithLines) {
+  REQUIRE_CLI();
+  const CommandResult r = run_command({cli_path(), "estimate", "--site", "bad-spread.yml", "--workload", "resnet50",
+                                       "--nodes", "2"},
+                                      here());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_TRUE(contains(r.err, "bad-spread.yml:4:18: error: network.spread.fast: must be from 0.1 to 10")) << r.err;
+  EXPECT_TRUE(contains(r.err, "bad-spread.yml:4:28: error: network.spread.mean: must be from 0.5 to 10")) << r.err;
+  const CommandResult k = run_command({cli_path(), "estimate", "--site", "bad-spread-keys.yml", "--workload",
+                                       "resnet50", "--nodes", "2"},
+                                      here());
+  EXPECT_EQ(k.status, 2);
+  EXPECT_TRUE(contains(k.err, "network.spread.fastest: unknown key")) << k.err;
+  EXPECT_TRUE(contains(k.err, "network.spread: needs fast")) << k.err;
+  const CommandResult m = run_command({cli_path(), "estimate", "--site", "bad-spread-order.yml", "--workload",
+                                       "resnet50", "--nodes", "2"},
+                                      here());
+  EXPECT_EQ(m.status, 2);
+  EXPECT_TRUE(contains(m.err, "bad-spread-order.yml:3:40: error: network.spread.slow: must be at least fast"))
+      << m.err;
+  // Without a spread (a hand-written network) there is no range, and the output says why.
+  const CommandResult plain = run_command({cli_path(), "estimate", "--site", network_site(), "--workload",
+                                           "resnet50", "--nodes", "2"},
+                                          here());
+  EXPECT_EQ(plain.status, 0) << plain.err;
+  EXPECT_TRUE(contains(plain.out, "  range: none (the network file has no spread: riseml-bench --fit measures it)"))
+      << plain.out;
+}
+
 TEST(EstimateCli, BrokenHostPathIsReportedWithLines) {
   REQUIRE_CLI();
   const CommandResult r = run_command({cli_path(), "estimate", "horovod-32x4.yml", "--site", "bad-host-path.yml",
@@ -142,9 +172,9 @@ TEST(EstimateCli, HostPathIsShownAndSparesTheGpu) {
       << nccl.out;
   EXPECT_TRUE(contains(nccl.out, "compute runs at 70% of its speed while a collective runs on the GPU")) << nccl.out;
   EXPECT_TRUE(contains(nccl.out, "algorithm nccl (GPU)")) << nccl.out;
-  EXPECT_TRUE(contains(nccl.out, "efficiency 0.876")) << nccl.out;
+  EXPECT_TRUE(contains(nccl.out, "efficiency 0.872")) << nccl.out;
   EXPECT_TRUE(contains(nccl.out, "  RISEML_GPU_ALGORITHM=hierarchical (or HOROVOD_HIERARCHICAL_ALLREDUCE=1): "
-                                 "efficiency 0.953"))
+                                 "efficiency 0.954"))
       << nccl.out;
 
   const CommandResult hier = run_command({cli_path(), "estimate", "horovod-32x4.yml", "--site", network_site(),
@@ -153,7 +183,7 @@ TEST(EstimateCli, HostPathIsShownAndSparesTheGpu) {
                                          here());
   ASSERT_EQ(hier.status, 0) << hier.err;
   EXPECT_TRUE(contains(hier.out, "algorithm hierarchical (GPU)")) << hier.out;
-  EXPECT_TRUE(contains(hier.out, "efficiency 0.953")) << hier.out;
+  EXPECT_TRUE(contains(hier.out, "efficiency 0.954")) << hier.out;
 }
 
 // riseml-bench --fit's file replaces the site's network; the job's shape still comes from the
@@ -169,6 +199,21 @@ TEST(EstimateCli, MeasuredNetworkFileReplacesTheSites) {
   EXPECT_TRUE(contains(r.out, "compute runs at 80% of its speed while a collective runs")) << r.out;
   EXPECT_TRUE(contains(r.out, "compute slowed by collectives:")) << r.out;
   EXPECT_TRUE(contains(r.out, "this job: 2 nodes x 1 GPU = 2 ranks")) << r.out;
+  // The fit's spread makes the range: the slower link cannot make the step shorter.
+  const auto at = r.out.find("  range ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  double low = 0, high = 0, step = 0;
+  ASSERT_EQ(std::sscanf(r.out.c_str() + at, "  range %lf - %lf ms", &low, &high), 2) << r.out;
+  ASSERT_EQ(std::sscanf(r.out.c_str() + r.out.find("  step "), "  step %lf ms", &step), 1) << r.out;
+  EXPECT_LE(low, step);
+  EXPECT_GE(high, step);
+  EXPECT_LT(low, high) << r.out;
+  EXPECT_TRUE(contains(r.out, "slowest burst (spread fast 0.980, slow 1.060; their mean 1.010 of "
+                              "the median: a long run's average step)"))
+      << r.out;
+  EXPECT_TRUE(contains(r.out, "  bounded by ")) << r.out;
+  EXPECT_TRUE(contains(r.out, "the engine's own time, measured by the fit: 420.0 us a cycle")) << r.out;
+  EXPECT_TRUE(contains(r.out, ", engine cycles ")) << r.out;
 
   const CommandResult none = run_command({cli_path(), "estimate", "horovod-32x4.yml", "--site", network_site(),
                                           "--network", "horovod-32x4.yml", "--workload", "resnet50"},

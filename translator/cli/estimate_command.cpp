@@ -9,6 +9,7 @@
 #include <riseml/model/engine_schedule.hpp>
 #include <riseml/model/workload.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -109,6 +110,39 @@ bool write_plot(const std::string& png, const std::vector<std::vector<std::strin
   return pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
+// Gradient indices in backward order as ranges ("0-3,7"): a cycle's small tensors go first, so a
+// collective's gradients need not be consecutive.
+std::string index_ranges(const std::vector<std::size_t>& v) {
+  std::string out;
+  for (std::size_t a = 0; a < v.size();) {
+    std::size_t b = a;
+    while (b + 1 < v.size() && v[b + 1] == v[b] + 1) ++b;
+    if (!out.empty()) out += ',';
+    out += std::to_string(v[a]);
+    if (b > a) out += '-' + std::to_string(v[b]);
+    a = b + 1;
+  }
+  return out;
+}
+
+// The cluster with every part of the engine's work taking `f` times as long: links, reduction,
+// copies, the engine's own time a cycle (the estimate's range).
+m::Cluster engine_scaled(m::Cluster c, double f) {
+  c.inter.latency_s *= f;
+  c.inter.bandwidth_Bps /= f;
+  c.intra.latency_s *= f;
+  c.intra.bandwidth_Bps /= f;
+  c.reduce_s_per_byte *= f;
+  if (c.copy_Bps > 0) c.copy_Bps /= f;
+  c.cycle_overhead_s *= f;
+  if (c.host_path.on) {
+    c.host_path.staging_Bps /= f;
+    c.host_path.reduce_s_per_byte *= f;
+    c.host_path.latency_s *= f;
+  }
+  return c;
+}
+
 }  // namespace
 
 int estimate(const EstimateOptions& o) {
@@ -171,6 +205,7 @@ int estimate(const EstimateOptions& o) {
   base.intra = {net.intra_node.latency_s, net.intra_node.bandwidth_Bps};
   base.reduce_s_per_byte = net.reduce_Bps > 0 ? 1 / net.reduce_Bps : 0;
   base.copy_Bps = net.copy_Bps;
+  base.cycle_overhead_s = net.cycle_overhead_s;
   base.overlap_slowdown = o.overlap_slowdown >= 0 ? o.overlap_slowdown : net.overlap_slowdown;
   if (net.host_path) {
     base.host_path.on = true;
@@ -188,6 +223,8 @@ int estimate(const EstimateOptions& o) {
     engine.cycle_s = 5e-3;
     engine.algorithm = m::Algorithm::ring;
     engine.response_cache = false;
+    engine.start_when_idle = false;  // its loop sleeps out every cycle
+    engine.small_first_bytes = 0;    // and fuses a cycle's tensors in one buffer
   }
   if (o.cycle_ms >= 0) engine.cycle_s = o.cycle_ms / 1e3;
   if (!o.fusion.empty()) {
@@ -220,6 +257,9 @@ int estimate(const EstimateOptions& o) {
               m::format_duration(net.intra_node.latency_s).c_str(),
               net.reduce_Bps > 0 ? m::format_rate(net.reduce_Bps).c_str() : "free",
               net.copy_Bps > 0 ? m::format_rate(net.copy_Bps).c_str() : "free");
+  if (net.cycle_overhead_s > 0)
+    std::printf("  the engine's own time, measured by the fit: %s a cycle\n",
+                m::format_duration(net.cycle_overhead_s).c_str());
   if (net.host_path)
     std::printf("  hierarchical between nodes on the hosts: staging %s each way, reduce %s, %s a step\n",
                 m::format_rate(net.host_path->staging_Bps).c_str(), m::format_rate(net.host_path->reduce_Bps).c_str(),
@@ -237,9 +277,28 @@ int estimate(const EstimateOptions& o) {
               p.step_s * 1e3, p.compute_s * 1e3, p.exposed_s * 1e3, p.efficiency,
               m::link_bound(profile, job, engine.fp16));
   std::printf("  engine busy %.1f ms of the step: bandwidth %.1f, latency %.1f, reduction %.1f, fusion copies %.1f, "
-              "negotiation %.1f; %d collectives in %d cycles (%s)\n",
+              "negotiation %.1f%s; %d collectives in %d cycles (%s)\n",
               p.engine_busy_s * 1e3, p.wire.bandwidth_s * 1e3, p.wire.latency_s * 1e3, p.wire.reduce_s * 1e3,
-              p.copy_s * 1e3, p.negotiation_s * 1e3, p.collectives, p.cycles, algorithms_used(p).c_str());
+              p.copy_s * 1e3, p.negotiation_s * 1e3,
+              p.cycle_overhead_s > 0 ? (", engine cycles " + fixed(p.cycle_overhead_s * 1e3, 1)).c_str() : "",
+              p.collectives, p.cycles, algorithms_used(p).c_str());
+  if (net.spread) {
+    // The point charges the fitted medians, which matched riseml-replay's median steps best
+    // (docs/scaling.md); the range is every part of the engine's work as fast and as slow as the
+    // fit's fastest and slowest burst through the engine was against the model: a stalled TCP
+    // flow, a busy host, the engine's own gaps.
+    const double fast = m::simulate_step(profile, engine_scaled(job, net.spread->fast), engine).step_s;
+    const double slow = m::simulate_step(profile, engine_scaled(job, net.spread->slow), engine).step_s;
+    const double low = std::min(p.step_s, fast), high = std::max(p.step_s, slow);
+    std::printf("  range %.1f - %.1f ms (%+.1f%% / %+.1f%%): the engine's work as fast and as slow as the fit's "
+                "fastest and slowest burst (spread fast %.3f, slow %.3f; their mean %.3f of the median: a long "
+                "run's average step)\n",
+                low * 1e3, high * 1e3, 100 * (low / p.step_s - 1), 100 * (high / p.step_s - 1), net.spread->fast,
+                net.spread->slow, net.spread->mean);
+  } else {
+    std::printf("  range: none (the network file has no spread: riseml-bench --fit measures it)\n");
+  }
+  std::printf("  bounded by %s\n", std::string(m::to_string(m::bounding_resource(p))).c_str());
   if (p.compute_slowed_s > 0)
     std::printf("  compute slowed by collectives: %.1f ms longer than alone\n", p.compute_slowed_s * 1e3);
   if (o.schedule) {
@@ -247,13 +306,13 @@ int estimate(const EstimateOptions& o) {
     // (RISEML_TIMELINE; tools/sweeps/schedule_vs_timeline.py).
     std::vector<std::vector<std::string>> rows;
     rows.push_back({"cycle", "gradients", "first", "bytes", "algorithm", "cycle start ms", "start ms", "copies ms",
-                    "wire ms", "end ms"});
+                    "wire ms", "end ms", "indices"});
     for (const auto& c : p.schedule)
-      rows.push_back({std::to_string(c.cycle), std::to_string(c.count),
-                      printable(profile.tensors[c.first].name), fixed(c.bytes, 0),
+      rows.push_back({std::to_string(c.cycle), std::to_string(c.gradients.size()),
+                      printable(profile.tensors[c.gradients.front()].name), fixed(c.bytes, 0),
                       std::string(m::to_string(c.algorithm)), fixed(c.cycle_start_s * 1e3, 3),
                       fixed(c.start_s * 1e3, 3), fixed(c.copy_s * 1e3, 3), fixed(c.wire_s * 1e3, 3),
-                      fixed(c.end_s * 1e3, 3)});
+                      fixed(c.end_s * 1e3, 3), index_ranges(c.gradients)});
     std::printf("\nthe step's collectives (times from the step's start):\n%s", format_table(rows).c_str());
   }
 
