@@ -16,6 +16,9 @@ Pure Python (no torch). The shapes the model must predict and the shipped CNNs d
                 embedding table ready last
   vit_b16       a ViT-B/16 encoder (86 M parameters, 152 tensors) with a short backward
                 (held back)
+  bert_base     BERT-base pretraining (12 layers, d 768, 30522-token vocabulary, 512 tokens,
+                the masked-LM decoder tied to the word embedding): added after the model's
+                changes of issue 37 and never used to make them (held back)
 
 Compute: every matrix product's FLOPs (2 x tokens x in x out forward, twice that backward, plus
 attention's two products a layer), at an assumed sustained rate (RATE_TFLOPS below), forward one
@@ -130,8 +133,24 @@ def vit_b16(layers=12, d=768, seq=197, batch=64):
     return b, None
 
 
+def bert_base(layers=12, d=768, vocab=30522, seq=512, batch=8):
+    b = Builder(seq * batch)
+    b.embedding("embeddings.word", vocab, d)
+    b.embedding("embeddings.position", seq, d)
+    b.embedding("embeddings.token_type", 2, d)
+    b.norm("embeddings.ln", d)
+    for i in range(layers):
+        encoder_layer(b, "encoder.%d" % i, d, 4 * d, seq, batch)
+    b.linear("pooler", d, d)
+    b.linear("mlm.transform", d, d)
+    b.norm("mlm.ln", d)
+    b.uses("mlm.decoder(embeddings.word)", d, vocab)
+    b.modules.append(("mlm.decoder.bias", [("mlm.decoder.bias", (vocab,))], 0))
+    return b, "tied"
+
+
 SHAPES = {"gpt_tied": gpt_tied, "t5_tied": t5_tied, "many_small": many_small,
-          "one_huge": one_huge, "vit_b16": vit_b16}
+          "one_huge": one_huge, "vit_b16": vit_b16, "bert_base": bert_base}
 
 
 def workload_text(name, builder, tied):
@@ -168,7 +187,7 @@ def workload_text(name, builder, tied):
 
 
 def main():
-    if len(sys.argv) < 2:
+    if len(sys.argv) < 2 or sys.argv[1].startswith("-"):
         sys.exit(__doc__)
     out_dir = sys.argv[1]
     names = sys.argv[2:] or list(SHAPES)

@@ -4,7 +4,12 @@
 # riseml-replay of each model in float32 and with --fp16, one rank per node. model_validation.py
 # then sets `riseml estimate --network` of each fit beside each replay (docs/scaling.md).
 #   sudo tools/sweeps/model-validation.sh OUT_DIR [--rates 1gbit,2.5gbit] [--nodes 2,4,8]
-#        [--models resnet50,resnet101,inception_v3,vgg16] [--steps 3]
+#        [--models resnet50,resnet101,inception_v3,vgg16] [--steps 3] [--rounds 1]
+#        [--workloads DIR]
+# --rounds N replays every cell N times, each in fresh processes, after all fits (round by
+# round, so a slow minute of the machine hits one round of many cells, not every round of one).
+# --workloads DIR: models with a DIR/MODEL.workload are replayed from it (e.g. the shapes of
+# model/workloads/generate_shape_workloads.py DIR).
 # Writes OUT_DIR/fit-RATE-NN.yml (and .log), OUT_DIR/replay.txt (one summary line a run) and
 # OUT_DIR/replay-*.log.
 set -euo pipefail
@@ -23,9 +28,15 @@ for rate in "${rate_list[@]}"; do
     fit="$out/fit-$rate-N$n.yml"
     timeout 600 srun -N "$n" --ntasks-per-node 1 --mpi=pmix --export=ALL "$bench" --fit "$fit" \
       >"${fit%.yml}.log" 2>&1 || echo "model-validation: ${fit%.yml}.log failed" >&2
-    for model in "${model_list[@]}"; do
-      sweep_replay_run model-validation "$rate" "$n" "$model" fp32 1
-      sweep_replay_run model-validation "$rate" "$n" "$model" fp16 1 --fp16
+  done
+  for r in $(seq 1 "$rounds"); do
+    round=
+    [ "$rounds" -gt 1 ] && round=$r
+    for n in "${node_list[@]}"; do
+      for model in "${model_list[@]}"; do
+        sweep_replay_run model-validation "$rate" "$n" "$model" fp32 1
+        sweep_replay_run model-validation "$rate" "$n" "$model" fp16 1 --fp16
+      done
     done
   done
 done

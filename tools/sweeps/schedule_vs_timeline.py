@@ -10,9 +10,10 @@ The timeline (rank 0's, Chrome trace events) has per tensor NEGOTIATE (enqueued 
 every rank), QUEUE, MEMCPY_IN_FUSION_BUFFER, ALLREDUCE and MEMCPY_OUT_FUSION_BUFFER. The last
 occurrence of each tensor's phases is its last step; tensors whose ALLREDUCE began at the same
 moment were one fused collective. Both clocks are set to 0 where the first gradient in backward
-order was handed to the engine (the model: forward + its compute). Prints, per collective,
-start, copies, wire and end of both, and then the sums: where the measured step spent time the
-model did not give it.
+order was handed to the engine (the model: forward + its compute). Prints, per measured
+collective, its start, copies, wire and end, beside the model's collective that carries its last
+gradient and when that one ends (the two may fuse differently); then the sums: where the
+measured step spent time the model did not give it.
 """
 import json
 import re
@@ -34,17 +35,24 @@ def read_workload(path):
     return names, compute_us, forward_ms
 
 
-def read_timeline(path):
+def read_timeline(path, first_gradient):
+    """Each (tensor, phase) of the last step: the step begins where the first gradient in
+    backward order was last handed over (its last NEGOTIATE); a phase a tensor did not have in
+    that step (a copy when it went unfused) is absent, not taken from an earlier step."""
     text = open(path).read().rstrip()
     if not text.endswith("]"):
         text = text.rstrip(",") + "\n]"  # an engine that did not shut down leaves it open
-    rows, last = {}, {}
+    rows, events = {}, []
     for e in json.loads(text):
         if e.get("ph") == "M":
             rows[e["tid"]] = e["args"]["name"]
         elif e.get("ph") == "X":
-            last[(rows.get(e["tid"]), e["name"])] = (e["ts"] / 1e3, e["dur"] / 1e3, e.get("args", {}).get("bytes", 0))
-    return last
+            events.append(e)
+    last = {}
+    for e in events:
+        last[(rows.get(e["tid"]), e["name"])] = (e["ts"] / 1e3, e["dur"] / 1e3, e.get("args", {}).get("bytes", 0))
+    step_start = last.get((first_gradient, "NEGOTIATE"), (0,))[0]
+    return {k: v for k, v in last.items() if v[0] >= step_start - 1e-6}
 
 
 def measured_collectives(names, last):
@@ -75,6 +83,15 @@ def measured_collectives(names, last):
     return out
 
 
+def index_ranges(text):
+    """The schedule's "0-3,7" as [0, 1, 2, 3, 7]."""
+    out = []
+    for part in text.split(","):
+        a, _, b = part.partition("-")
+        out.extend(range(int(a), int(b or a) + 1))
+    return out
+
+
 def read_schedule(path):
     rows, on = [], False
     for line in open(path):
@@ -87,7 +104,8 @@ def read_schedule(path):
                 break
             rows.append({"count": int(f[1]), "first": f[2], "bytes": float(f[3]), "algorithm": f[4],
                          "cycle_start": float(f[5]), "start": float(f[6]), "copy": float(f[7]),
-                         "wire": float(f[8]), "end": float(f[9])})
+                         "wire": float(f[8]), "end": float(f[9]),
+                         "indices": index_ranges(f[10]) if len(f) > 10 else None})
     if not rows:
         sys.exit("schedule_vs_timeline: no schedule in %s (run riseml estimate with --schedule)" % path)
     step = re.search(r"step ([0-9.]+) ms, compute", open(path).read())
@@ -98,35 +116,45 @@ def main():
     if len(sys.argv) != 4:
         sys.exit(__doc__)
     names, compute_us, forward_ms = read_workload(sys.argv[1])
-    last = read_timeline(sys.argv[2])
+    last = read_timeline(sys.argv[2], names[0])
     measured = measured_collectives(names, last)
     model, model_step = read_schedule(sys.argv[3])
     t0 = last[(names[0], "NEGOTIATE")][0] if (names[0], "NEGOTIATE") in last else measured[0]["start"]
     m0 = forward_ms + compute_us[0] / 1e3
-    print("%-24s %5s %11s | %9s %9s %9s %9s | %9s %9s %9s %9s | %8s" % (
-        "first gradient", "n", "bytes", "start", "copies", "wire", "end", "m.start", "m.copies", "m.wire",
-        "m.end", "wire err"))
-    sums = {"copy": [0, 0], "wire": [0, 0], "gap": [0, 0]}
-    prev_end = [None, None]
-    for i, g in enumerate(measured):
-        mm = model[i] if i < len(model) else None
+    # Paired by gradient: the model's collective that carries each measured one's last gradient
+    # (the engine and the model may fuse differently; the end of that gradient is comparable).
+    index = {n: i for i, n in enumerate(names)}
+    carrier = {}
+    for mm in model:
+        first = index.get(mm["first"])
+        if first is None:
+            sys.exit("schedule_vs_timeline: the schedule names %s, not in the workload" % mm["first"])
+        for k in mm["indices"] or range(first, first + mm["count"]):
+            carrier[k] = mm
+    print("%-24s %5s %11s | %9s %9s %9s %9s | %-24s %5s %9s | %9s" % (
+        "first gradient", "n", "bytes", "start", "copies", "wire", "end", "model: carried by", "n", "end",
+        "end diff"))
+    sums = {"copy": [0.0, 0.0], "wire": [0.0, 0.0], "gap": [0.0, 0.0]}
+    prev_end = None
+    for g in measured:
         meas = (g["start"] - t0, g["copy"], g["wire"], g["end"] - t0)
-        mod = (mm["start"] - m0, mm["copy"], mm["wire"], mm["end"] - m0) if mm else (0, 0, 0, 0)
-        err = "%+.1f%%" % ((mod[2] - meas[2]) / meas[2] * 100) if mm and meas[2] > 0 else ""
-        print("%-24s %5d %11d | %9.2f %9.2f %9.2f %9.2f | %9.2f %9.2f %9.2f %9.2f | %8s" % (
-            names[g["first"]][:24], len(g["tensors"]), g["bytes"],
-            *meas, *mod, err))
-        if mm and mm["count"] != len(g["tensors"]):
-            print("  ^ the model fused %d gradients from %s here" % (mm["count"], mm["first"]))
-        for k, v in ((0, meas), (1, mod)):
-            if prev_end[k] is not None:
-                sums["gap"][k] += max(0.0, v[0] - prev_end[k])
-            prev_end[k] = v[3]
+        mm = carrier.get(g["tensors"][-1])
+        m_end = mm["end"] - m0 if mm else float("nan")
+        print("%-24s %5d %11d | %9.2f %9.2f %9.2f %9.2f | %-24s %5s %9.2f | %+9.2f" % (
+            names[g["first"]][:24], len(g["tensors"]), g["bytes"], *meas,
+            (mm["first"] if mm else "-")[:24], mm["count"] if mm else "-", m_end, meas[3] - m_end))
+        if prev_end is not None:
+            sums["gap"][0] += max(0.0, meas[0] - prev_end)
+        prev_end = meas[3]
         sums["copy"][0] += meas[1]
         sums["wire"][0] += meas[2]
-        if mm:
-            sums["copy"][1] += mod[1]
-            sums["wire"][1] += mod[2]
+    prev_end = None
+    for mm in model:
+        if prev_end is not None:
+            sums["gap"][1] += max(0.0, mm["start"] - prev_end)
+        prev_end = mm["end"]
+        sums["copy"][1] += mm["copy"]
+        sums["wire"][1] += mm["wire"]
     print("\nsums, ms            measured      model")
     for k in ("copy", "wire", "gap"):
         print("%-18s %9.2f  %9.2f" % (k, sums[k][0], sums[k][1]))

@@ -15,8 +15,9 @@ sweep_max() {
 }
 
 # The replay sweeps' arguments: sweep_replay_args NAME OUT_DIR [--rates ...] [--nodes ...]
-# [--models ...] [--steps N]. Sets out, rate_list, node_list, model_list, steps and max_nodes,
-# and makes OUT_DIR.
+# [--models ...] [--steps N] [--rounds N] [--workloads DIR]. Sets out, rate_list, node_list,
+# model_list, steps, rounds, workloads and max_nodes, and makes OUT_DIR. A model with a file
+# DIR/MODEL.workload is replayed from it, else it is one riseml-replay ships.
 # shellcheck disable=SC2034  # the variables are the sweep's, which sources this
 sweep_replay_args() {
   local name=$1 rates=1gbit,2.5gbit nodes=2,4,8 models=resnet50,resnet101,inception_v3,vgg16
@@ -24,9 +25,12 @@ sweep_replay_args() {
   out=${1:?usage: $name OUT_DIR [--rates 1gbit,2.5gbit] [--nodes 2,4,8] [--models ...] [--steps 3]}
   shift
   steps=3
+  rounds=1
+  workloads=
   while [ $# -gt 0 ]; do
     case $1 in
       --rates) rates=$2 ;; --nodes) nodes=$2 ;; --models) models=$2 ;; --steps) steps=$2 ;;
+      --rounds) rounds=$2 ;; --workloads) workloads=$2 ;;
       *) echo "$name: unknown argument $1" >&2; exit 2 ;;
     esac
     shift 2
@@ -39,17 +43,20 @@ sweep_replay_args() {
 }
 
 # One replay of a sweep: sweep_replay_run NAME RATE NODES MODEL VARIANT RANKS_PER_NODE [ARGS...]
-# (the environment passes through, e.g. RISEML_ALGORITHM). Its whole output goes to
-# $out/replay-RATE-NNODES-MODEL-VARIANT.log, its summary line (or a "failed" one) to
-# $out/replay.txt and stdout. Uses the sweep's out, steps and replay (the riseml-replay binary).
+# (the environment passes through, e.g. RISEML_ALGORITHM; $round, when set, names the round of
+# a repeated sweep). Its whole output goes to $out/replay-RATE-NNODES-MODEL-VARIANT[-rROUND].log,
+# its summary line (or a "failed" one) to $out/replay.txt and stdout. Uses the sweep's out,
+# steps, workloads and replay (the riseml-replay binary).
 # shellcheck disable=SC2154  # replay is set by the sweep that sources this
 sweep_replay_run() {
-  local name=$1 rate=$2 n=$3 model=$4 variant=$5 ppn=$6 log line
+  local name=$1 rate=$2 n=$3 model=$4 variant=$5 ppn=$6 log line what
   shift 6
-  log="$out/replay-$rate-N$n-$model-$variant.log"
+  what=$model
+  if [ -n "${workloads:-}" ] && [ -f "$workloads/$model.workload" ]; then what=$workloads/$model.workload; fi
+  log="$out/replay-$rate-N$n-$model-$variant${round:+-r$round}.log"
   timeout 900 srun -N "$n" --ntasks-per-node "$ppn" --mpi=pmix --export=ALL \
-    "$replay" "$model" --steps "$steps" --warmup 1 "$@" >"$log" 2>&1 ||
+    "$replay" "$what" --steps "$steps" --warmup 1 "$@" >"$log" 2>&1 ||
     echo "$name: $log failed" >&2
   line=$(grep '^replay: ' "$log" || echo "replay: model=$model failed")
-  echo "rate=$rate nodes=$n variant=$variant $line" | tee -a "$out/replay.txt"
+  echo "rate=$rate nodes=$n variant=$variant${round:+ round=$round} $line" | tee -a "$out/replay.txt"
 }
