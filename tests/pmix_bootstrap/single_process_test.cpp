@@ -35,7 +35,7 @@ TEST(SingleProcess, SrunWithoutPmixSaysHowToStart) {
   EnvironmentChanges environment = without_launcher_variables();
   environment["SLURM_STEP_NUM_TASKS"] = "4";
   ProcessResult result = run_process({kProbeProgram}, environment, seconds(30));
-  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_EQ(result.exit_code, 1) << result.err;
   EXPECT_EQ(result.out, "");
   for (const char* expected :
        {"SLURM_STEP_NUM_TASKS=4", "srun --mpi=pmix", "riseml-launch -n N", "mpirun"}) {
@@ -49,7 +49,7 @@ TEST(SingleProcess, UnreachablePmixServerSaysHowToStart) {
   environment["PMIX_RANK"] = "0";
   environment["PMIX_SERVER_URI41"] = "gone-job.0;tcp4://127.0.0.1:1";
   ProcessResult result = run_process({kProbeProgram}, environment, seconds(30));
-  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_EQ(result.exit_code, 1) << result.err;
   EXPECT_NE(result.err.find("PMIx_Init failed"), std::string::npos) << result.err;
   EXPECT_NE(result.err.find("srun --mpi=pmix"), std::string::npos) << result.err;
 }
