@@ -79,6 +79,22 @@ std::optional<double> parse_bytes(const std::string& text) {
   return v * f;
 }
 
+Cluster with_engine_scaled(Cluster c, double f) {
+  c.inter.latency_s *= f;
+  c.inter.bandwidth_Bps /= f;
+  c.intra.latency_s *= f;
+  c.intra.bandwidth_Bps /= f;
+  c.reduce_s_per_byte *= f;
+  if (c.copy_Bps > 0) c.copy_Bps /= f;
+  c.cycle_overhead_s *= f;
+  if (c.host_path.on) {
+    c.host_path.staging_Bps /= f;
+    c.host_path.reduce_s_per_byte *= f;
+    c.host_path.latency_s *= f;
+  }
+  return c;
+}
+
 std::string format_rate(double bps) {
   char buf[48];
   if (bps >= 1e9) std::snprintf(buf, sizeof buf, "%.2f GB/s", bps / 1e9);

@@ -16,6 +16,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #ifdef RISEML_BENCH_HAVE_ENGINE
@@ -40,13 +41,17 @@ constexpr std::size_t kGammaBytes = 16u << 20;
 constexpr std::size_t kFusionBytes = 64u << 20;
 constexpr std::size_t kFusionTensors = 16;
 constexpr double kLoopSeconds = 0.15;  // target time of one timed loop
-// The spread: this many bursts through the engine, each a step's worth of gradients handed over
-// at once (kBurstLarge of 4 MiB, each after a 16 KiB "bias", as a layer's weight and bias), each
-// timed alone (slowest rank) against the model's schedule of the same burst with the numbers just
-// fitted. The fit above takes medians, which leave out the calls a stalled TCP flow or a busy
-// host slows, and the model leaves out what the engine does between collectives beyond its
-// measured cycle time; the fastest and slowest burst over the model bound the printed range.
-constexpr int kSpreadCalls = 15;
+// The spread: bursts through the engine, each a step's worth of gradients (kBurstLarge of
+// 4 MiB, each followed by a 16 KiB "bias", as a layer's weight and bias), in two shapes that
+// alternate: handed over at once, and handed over as a backward pass does, a weight every half
+// of its modelled allreduce time (riseml-replay's sleeps), so cycles are woken, negotiated and
+// queued behind one another as in a step. Each burst is timed alone (slowest rank) and turned
+// into the factor on the engine's modelled work (model::with_engine_scaled) that makes the
+// model's schedule of that burst last as long. The fit above takes medians, which leave out the
+// calls a stalled TCP flow or a busy host slows, and the model leaves out what the engine does
+// between collectives beyond its measured cycle time; the fastest and slowest factor bound the
+// printed range.
+constexpr int kSpreadCalls = 32;  // both shapes together
 constexpr std::size_t kBurstLarge = 16;
 
 struct Measured {
@@ -94,43 +99,80 @@ double engine_call_seconds(engine::Engine& engine, Communicator& comm, int round
   }, rounds);
 }
 
-// kSpreadCalls bursts through the engine (see kSpreadCalls), each over the model's time for it.
+// The factor f on the engine's modelled work (model::with_engine_scaled) for which the model's
+// step of `profile` lasts `seconds`: the step grows with f, so bisect (clamped to 1/4..4).
+double engine_factor(const model::StepProfile& profile, const model::Cluster& c, double seconds) {
+  auto step = [&](double f) {
+    return model::simulate_step(profile, model::with_engine_scaled(c, f), model::EngineSettings{}).step_s;
+  };
+  double lo = 0.25, hi = 4;
+  if (seconds <= step(lo)) return lo;
+  if (seconds >= step(hi)) return hi;
+  for (int i = 0; i < 30; ++i) {
+    const double mid = std::sqrt(lo * hi);
+    (step(mid) < seconds ? lo : hi) = mid;
+  }
+  return std::sqrt(lo * hi);
+}
+
+// kSpreadCalls bursts through the engine, the two shapes in turn (see kSpreadCalls).
 Spread measure_spread(engine::Engine& engine, Communicator& comm, const model::Cluster& c) {
   constexpr std::size_t kLarge = (4u << 20) / sizeof(float), kSmall = (16u << 10) / sizeof(float);
   std::vector<std::vector<float>> grads;
-  model::StepProfile burst;  // every gradient ready at once
+  model::StepProfile pair;  // one weight and its bias: the gap between weights handed over
+  pair.tensors = {{"w", static_cast<double>(kLarge), 0}, {"b", static_cast<double>(kSmall), 0}};
+  const double gap_s = 0.5 * model::simulate_step(pair, c, model::EngineSettings{}).step_s;
+  model::StepProfile at_once, handed_over;
   for (std::size_t i = 0; i < kBurstLarge; ++i) {
     grads.emplace_back(kLarge, 1.0f);
-    burst.tensors.push_back({"w" + std::to_string(i), static_cast<double>(kLarge), 0});
     grads.emplace_back(kSmall, 1.0f);
-    burst.tensors.push_back({"b" + std::to_string(i), static_cast<double>(kSmall), 0});
+    for (auto* p : {&at_once, &handed_over}) {
+      p->tensors.push_back({"w" + std::to_string(i), static_cast<double>(kLarge), p == &at_once ? 0 : gap_s});
+      p->tensors.push_back({"b" + std::to_string(i), static_cast<double>(kSmall), 0});
+    }
   }
-  const double modelled = model::simulate_step(burst, c, model::EngineSettings{}).step_s;
+  const model::StepProfile* shapes[] = {&at_once, &handed_over};
   std::vector<engine::Handle> handles;
+  int call = 0;
   auto one_burst = [&] {
+    const model::StepProfile& shape = *shapes[call++ % 2];
     handles.clear();
-    for (std::size_t i = 0; i < grads.size(); ++i)
+    auto at = std::chrono::steady_clock::now();
+    for (std::size_t i = 0; i < grads.size(); ++i) {
+      if (shape.tensors[i].compute_before_s > 0) {
+        at += std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+            std::chrono::duration<double>(shape.tensors[i].compute_before_s));
+        std::this_thread::sleep_until(at);
+      }
       handles.push_back(engine.allreduce("riseml-fit-burst." + std::to_string(i), grads[i].data(), grads[i].data(),
                                          {static_cast<std::int64_t>(grads[i].size())}, DataType::float32,
                                          ReduceOp::average));
+    }
     for (const auto& h : handles) h.wait();
   };
   one_burst();  // warm: the names' first negotiation, the response cache
+  one_burst();
+  call = 0;
   const std::vector<double> calls = time_per_call(comm, one_burst, kSpreadCalls);
+  std::vector<double> factors;
+  for (std::size_t k = 0; k < calls.size(); ++k) factors.push_back(engine_factor(*shapes[k % 2], c, calls[k]));
   Spread s;
-  const double median = quantile(calls, 0.5);
-  s.fast = *std::min_element(calls.begin(), calls.end()) / modelled;
-  s.slow = std::max(s.fast, *std::max_element(calls.begin(), calls.end()) / modelled);
+  s.fast = *std::min_element(factors.begin(), factors.end());
+  s.slow = *std::max_element(factors.begin(), factors.end());
   double sum = 0;
-  for (double t : calls) sum += t;
-  s.mean = sum / static_cast<double>(calls.size()) / median;
+  for (double f : factors) sum += f;
+  const double median = quantile(factors, 0.5);
+  s.mean = sum / static_cast<double>(factors.size()) / median;
   if (comm.rank() == 0) {
     std::printf("# spread: %d bursts of %zu gradients (%zu of 4 MiB, each with a 16 KiB one) through the engine, "
-                "each alone: the model's %.2f ms; fastest %+.1f%% and slowest %+.1f%% of that; mean %+.1f%% over the "
-                "median %.2f ms; every burst, ms:",
-                kSpreadCalls, grads.size(), kBurstLarge, modelled * 1e3, 100 * (s.fast - 1), 100 * (s.slow - 1),
-                100 * (s.mean - 1), median * 1e3);
-    for (double t : calls) std::printf(" %.1f", t * 1e3);
+                "in turn handed over at once (the model's %.2f ms) and a weight every %.2f ms (the model's %.2f ms); "
+                "the engine's work over the model's: fastest %.3f, slowest %.3f, median %.3f, mean %+.1f%% over the "
+                "median; every burst, ms (factor):",
+                kSpreadCalls, grads.size(), kBurstLarge,
+                1e3 * model::simulate_step(at_once, c, model::EngineSettings{}).step_s, 1e3 * gap_s,
+                1e3 * model::simulate_step(handed_over, c, model::EngineSettings{}).step_s, s.fast, s.slow, median,
+                100 * (s.mean - 1));
+    for (std::size_t k = 0; k < calls.size(); ++k) std::printf(" %.1f(%.3f)", calls[k] * 1e3, factors[k]);
     std::printf("\n");
   }
   return s;
@@ -357,9 +399,10 @@ int run_link_fit(Rendezvous& rendezvous, Communicator& comm, const std::string& 
   link("nodes_link", nodes, " hosts", "one host); run the fit across nodes (srun -N2 or more");
   link("intra_node", intra, " ranks of one host", "one rank a host); the model's default applies");
   if (spread) {
-    char line[200];
+    char line[320];
     std::snprintf(line, sizeof line, "  spread: {fast: %.3f, mean: %.3f, slow: %.3f}   # %d bursts of %zu gradients "
-                  "through the engine: fast, slow over the model's time; mean over their median\n",
+                  "through the engine, at once and handed over: the engine's work over the model's, "
+                  "fastest and slowest; mean over their median\n",
                   spread->fast, spread->mean, spread->slow, kSpreadCalls, 2 * kBurstLarge);
     y << line;
   }

@@ -125,24 +125,6 @@ std::string index_ranges(const std::vector<std::size_t>& v) {
   return out;
 }
 
-// The cluster with every part of the engine's work taking `f` times as long: links, reduction,
-// copies, the engine's own time a cycle (the estimate's range).
-m::Cluster engine_scaled(m::Cluster c, double f) {
-  c.inter.latency_s *= f;
-  c.inter.bandwidth_Bps /= f;
-  c.intra.latency_s *= f;
-  c.intra.bandwidth_Bps /= f;
-  c.reduce_s_per_byte *= f;
-  if (c.copy_Bps > 0) c.copy_Bps /= f;
-  c.cycle_overhead_s *= f;
-  if (c.host_path.on) {
-    c.host_path.staging_Bps /= f;
-    c.host_path.reduce_s_per_byte *= f;
-    c.host_path.latency_s *= f;
-  }
-  return c;
-}
-
 }  // namespace
 
 int estimate(const EstimateOptions& o) {
@@ -287,8 +269,8 @@ int estimate(const EstimateOptions& o) {
     // (docs/scaling.md); the range is every part of the engine's work as fast and as slow as the
     // fit's fastest and slowest burst through the engine was against the model: a stalled TCP
     // flow, a busy host, the engine's own gaps.
-    const double fast = m::simulate_step(profile, engine_scaled(job, net.spread->fast), engine).step_s;
-    const double slow = m::simulate_step(profile, engine_scaled(job, net.spread->slow), engine).step_s;
+    const double fast = m::simulate_step(profile, m::with_engine_scaled(job, net.spread->fast), engine).step_s;
+    const double slow = m::simulate_step(profile, m::with_engine_scaled(job, net.spread->slow), engine).step_s;
     const double low = std::min(p.step_s, fast), high = std::max(p.step_s, slow);
     std::printf("  range %.1f - %.1f ms (%+.1f%% / %+.1f%%): the engine's work as fast and as slow as the fit's "
                 "fastest and slowest burst (spread fast %.3f, slow %.3f; their mean %.3f of the median: a long "

@@ -49,6 +49,11 @@ struct Cluster {
   int ranks() const { return nodes * ranks_per_node; }
 };
 
+// The cluster with every part of the engine's work taking `f` times as long: links, reduction,
+// fusion copies, the engine's own time a cycle. riseml-bench --fit measures the f its bursts
+// ran at (the spread); riseml estimate prints the step at the fastest and slowest (the range).
+Cluster with_engine_scaled(Cluster c, double f);
+
 // "25gbit", "25Gbit/s", "10gbyte", "3.1GB/s", "800mbit", plain number = bytes per second.
 // Returns bytes per second, nullopt when not understood or not positive.
 std::optional<double> parse_rate(const std::string& text);
