@@ -103,8 +103,12 @@ void EngineLoop::run() {
   std::unique_lock lock(runner_->mutex);
   while (!ended_) {
     // The plan, read under the mutex; the wait, without it (a helper may run cycles meanwhile).
-    const bool idle = idle_;
     const auto next = next_cycle_due();
+    // After a cycle that enqueued GPU work, wait out the cycle time before parking, as
+    // Horovod's loop does: what the backward pass hands over meanwhile is fused into the next
+    // cycle (submissions do not wake a thread that is not parked). Host work and an idle
+    // stretch start a cycle at once; a thread waiting on a handle runs the cycle itself.
+    const bool idle = idle_ && !(ran_device_work_ && next > Clock::now());
     const bool awaited = !idle && negotiator_.awaits(rank_);
     const std::uint64_t seen = cycles_;
     lock.unlock();
@@ -277,6 +281,9 @@ bool EngineLoop::cycle() {
     }
     (reference(g).kind == OpKind::allreduce ? allreduces : others).push_back(&g);
   }
+  ran_device_work_ = false;
+  for (const auto* group : {&allreduces, &others})
+    for (const TableEntry* g : *group) ran_device_work_ = ran_device_work_ || reference(*g).on_device;
   executor_.run_allreduces(allreduces, news.now);
   for (TableEntry* g : others) executor_.run_other(*g, news.now);
   bool progressed = table.erase_finished();  // something finished: the stuck flags sent are stale

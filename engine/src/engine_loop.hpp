@@ -76,6 +76,10 @@ class EngineLoop {
   std::shared_ptr<CycleRunner> runner_ = std::make_shared<CycleRunner>();
   // Guarded by the runner's mutex: the state the next cycle is planned from.
   bool idle_ = false;                // nothing pending on any rank after the last cycle
+  // The last cycle ran GPU work: the engine thread waits out the cycle time before it parks
+  // (run(): a GPU cycle only enqueues, so a cycle per submission would split a backward pass
+  // into an NCCL call per gradient). The same on every rank (the same table).
+  bool ran_device_work_ = false;
   Clock::time_point planned_{};      // when the last cycle was planned to start
   // When the next cycle is due (Horovod's cycle time after the last one's plan).
   Clock::time_point next_cycle_due() const { return planned_ + options_.cycle_time; }

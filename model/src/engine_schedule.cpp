@@ -99,7 +99,9 @@ Prediction simulate_step(const StepProfile& profile, const Cluster& c, const Eng
     // Horovod's loop: the next cycle starts a cycle after the previous one began, or when the
     // previous one's work ends if that is later; cycles with nothing ready pass without cost.
     // riseml's: as soon as the previous one's work ends, or the next gradient is handed over.
-    double start = e.start_when_idle ? engine_free : std::max(engine_free, last_start + cycle);
+    // riseml's on GPU nodes (linger_after_work): after a cycle that ran work, a cycle after it.
+    const bool grid = !e.start_when_idle || (e.linger_after_work && out.cycles > 0);
+    double start = grid ? std::max(engine_free, last_start + cycle) : engine_free;
     bool woken = false;  // the cycle starts because a gradient reached the idle engine
     if (computed == i) {  // nothing waiting: the next gradient (exact: the engine is idle until it)
       const double first = next_ready();

@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <set>
 #include <functional>
 #include <sstream>
 #include <string>
@@ -243,6 +244,97 @@ TEST(EngineGpuHost, FusedBucketWithAJoinedRanksZeros) {
         ASSERT_EQ(xs[static_cast<std::size_t>(t)][k], a[k] + b[k]) << "tensor " << t;
     }
     e.join().wait();
+  });
+}
+
+// After a cycle that enqueued GPU work the engine waits out the cycle time (GPU cycles only
+// enqueue, so a cycle per submission would give each gradient its own NCCL call): a burst
+// handed over meanwhile, nobody waiting on it yet, runs as one fused collective on 1 rank, a
+// few on 2 (not 32). Counted in the timeline: the burst's NCCL_ALLREDUCE events by their start.
+TEST(EngineGpuHost, ABurstAfterGpuWorkIsFused) {
+  for (int ranks : {1, 2}) {
+    const std::string path = ::testing::TempDir() + "gpu_host_burst.json";
+    std::remove(path.c_str());
+    testing::run_engines(ranks, [&](int) {
+      EngineOptions o = standin();
+      o.cycle_time = std::chrono::milliseconds(300);
+      o.timeline_path = path;
+      return o;
+    }, [](Engine& e, int rank) {
+      std::vector<float> first(4, 1.0f);
+      Request r = device_request(OpKind::allreduce, "first", DataType::float32);
+      add_tensor(r, first.data(), first.data(), {4});
+      e.enqueue(r).wait();  // GPU work: the engine now waits out the cycle
+      std::vector<std::vector<float>> xs;
+      std::vector<Handle> handles;
+      for (int t = 0; t < 32; ++t) xs.push_back(pattern(rank, 64, t));
+      for (int t = 0; t < 32; ++t) {
+        Request b = device_request(OpKind::allreduce, "burst." + std::to_string(t), DataType::float32);
+        add_tensor(b, xs[static_cast<std::size_t>(t)].data(), xs[static_cast<std::size_t>(t)].data(), {64});
+        handles.push_back(e.enqueue(b));
+        std::this_thread::sleep_for(std::chrono::microseconds(200));  // a backward pass's pace
+      }
+      for (auto& h : handles) h.wait();
+      for (int t = 0; t < 32; ++t) {
+        std::vector<float> want = pattern(0, 64, t);
+        if (e.size() == 2) {
+          const auto b = pattern(1, 64, t);
+          for (std::size_t k = 0; k < want.size(); ++k) want[k] += b[k];
+        }
+        ASSERT_EQ(xs[static_cast<std::size_t>(t)], want) << "tensor " << t;
+      }
+    });
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    const std::string timeline = text.str();
+    // Rows ("tid") are tensors, named in their thread_name lines; events name their phase.
+    auto field = [](const std::string& line, const std::string& key) {
+      const std::size_t at = line.find("\"" + key + "\": ");
+      if (at == std::string::npos) return std::string();
+      const std::size_t from = at + key.size() + 4;
+      return line.substr(from, line.find_first_of(",}", from) - from);
+    };
+    std::set<std::string> burst_rows, starts;  // starts: of the burst's collectives
+    std::size_t events = 0;
+    std::istringstream lines(timeline);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.find("\"thread_name\"") != std::string::npos &&
+          line.find("\"args\": {\"name\": \"burst.") != std::string::npos)
+        burst_rows.insert(field(line, "tid"));
+      if (line.find("\"NCCL_ALLREDUCE\"") != std::string::npos && burst_rows.count(field(line, "tid"))) {
+        ++events;
+        starts.insert(field(line, "ts"));
+      }
+    }
+    EXPECT_EQ(events, 32u) << ranks << " rank(s)\n" << timeline;
+    // On 2 ranks a rank that waits first starts the cycle for both (its message wakes the
+    // other), which may not have handed over its last gradients yet: a few collectives.
+    EXPECT_LE(starts.size(), ranks == 1 ? 1u : 4u) << ranks << " rank(s): the burst ran as " << starts.size()
+                                                   << " collectives";
+  }
+}
+
+// ... and a call waited on at once still runs at once: the waiting thread runs the cycle, it
+// does not wait out the cycle time (20 calls in a row, after the first, well inside one 300 ms
+// cycle).
+TEST(EngineGpuHost, ACallWaitedOnAtOnceDoesNotWaitOutTheCycle) {
+  testing::run_engines(2, [](int) {
+    EngineOptions o = standin();
+    o.cycle_time = std::chrono::milliseconds(300);
+    return o;
+  }, [](Engine& e, int rank) {
+    std::vector<float> x(4);
+    auto start = std::chrono::steady_clock::now();
+    for (int k = 0; k < 21; ++k) {
+      if (k == 1) start = std::chrono::steady_clock::now();  // the engine's first cycle is planned
+      x.assign(4, static_cast<float>(rank + k));
+      Request r = device_request(OpKind::allreduce, "call", DataType::float32);
+      add_tensor(r, x.data(), x.data(), {4});
+      e.enqueue(r).wait();
+      ASSERT_EQ(x[0], static_cast<float>(2 * k + 1));
+    }
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(250));
   });
 }
 

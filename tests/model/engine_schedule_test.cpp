@@ -88,6 +88,28 @@ TEST(EngineSchedule, TheEnginesOwnTimeIsChargedEveryCycle) {
   EXPECT_NEAR(p.engine_busy_s, p.wire.total() + p.negotiation_s + 2e-3, 1e-9);
 }
 
+TEST(EngineSchedule, OnGpuNodesTheEngineWaitsOutTheCycleAfterWorkButWakesAfterAnIdleStretch) {
+  // 1 KB gradients on a fast link (about 1 us each): a at 15 ms, b, c, d 0.2 ms apart, e 5 ms
+  // after d. start_when_idle alone: every gradient wakes the engine, 5 collectives.
+  // linger_after_work (riseml's GPU path): a at 15 ms; b, c, d wait for the cycle at 16 ms and
+  // go fused; the engine then parks, and e (20.6 ms) wakes it at once: 3 collectives.
+  StepProfile p;
+  p.forward_s = 10e-3;
+  p.tensors = {{"a", 256, 5e-3}, {"b", 256, 0.2e-3}, {"c", 256, 0.2e-3}, {"d", 256, 0.2e-3}, {"e", 256, 5e-3}};
+  const Prediction woken = simulate_step(p, two_nodes(), EngineSettings{});
+  EXPECT_EQ(woken.collectives, 5);
+  EngineSettings gpu;
+  gpu.linger_after_work = true;
+  const Prediction lingering = simulate_step(p, two_nodes(), gpu);
+  EXPECT_EQ(lingering.collectives, 3);
+  EXPECT_EQ(lingering.cycles, 3);
+  ASSERT_EQ(lingering.schedule.size(), 3u);
+  EXPECT_NEAR(lingering.schedule[0].cycle_start_s, 15e-3, 1e-9);
+  EXPECT_NEAR(lingering.schedule[1].cycle_start_s, 16e-3, 1e-9);
+  EXPECT_EQ(lingering.schedule[1].gradients.size(), 3u);
+  EXPECT_NEAR(lingering.schedule[2].cycle_start_s, 20.6e-3, 1e-9);
+}
+
 TEST(EngineSchedule, TheBoundIsTheLargestPartOfTheEngineWorkThatEndsTheStep) {
   // 1 ms alpha against 1 KB tensors: latency; 1 GB/s copies of 4 MB fused buffers against a
   // 1 TB/s link: the copies.

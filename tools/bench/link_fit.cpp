@@ -24,6 +24,9 @@
 #endif
 
 #include "alpha_beta_fit.hpp"
+#ifdef RISEML_BENCH_HAVE_ENGINE
+#include "hand_over.hpp"
+#endif
 #include <riseml/common/atomic_file.hpp>
 #include <riseml/reduce_kernels.hpp>
 #include "measure.hpp"
@@ -132,23 +135,16 @@ Spread measure_spread(engine::Engine& engine, Communicator& comm, const model::C
     }
   }
   const model::StepProfile* shapes[] = {&at_once, &handed_over};
-  std::vector<engine::Handle> handles;
+  // Each shape as the engine gets it: the same buffers, the shape's compute before each.
+  std::vector<HandedGradient> bursts[2];
+  for (int k = 0; k < 2; ++k)
+    for (std::size_t i = 0; i < grads.size(); ++i)
+      bursts[k].push_back({"riseml-fit-burst." + std::to_string(i), grads[i].data(),
+                           {static_cast<std::int64_t>(grads[i].size())}, shapes[k]->tensors[i].compute_before_s});
   int call = 0;
   auto one_burst = [&] {
-    const model::StepProfile& shape = *shapes[call++ % 2];
-    handles.clear();
     auto at = std::chrono::steady_clock::now();
-    for (std::size_t i = 0; i < grads.size(); ++i) {
-      if (shape.tensors[i].compute_before_s > 0) {
-        at += std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-            std::chrono::duration<double>(shape.tensors[i].compute_before_s));
-        std::this_thread::sleep_until(at);
-      }
-      handles.push_back(engine.allreduce("riseml-fit-burst." + std::to_string(i), grads[i].data(), grads[i].data(),
-                                         {static_cast<std::int64_t>(grads[i].size())}, DataType::float32,
-                                         ReduceOp::average));
-    }
-    for (const auto& h : handles) h.wait();
+    for (const auto& h : hand_over(&engine, bursts[call++ % 2], DataType::float32, at)) h.wait();
   };
   one_burst();  // warm: the names' first negotiation, the response cache
   one_burst();

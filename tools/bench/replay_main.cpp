@@ -23,6 +23,7 @@
 #include <vector>
 
 #include <riseml/half_float.hpp>
+#include "hand_over.hpp"
 #include "measure.hpp"
 #include "stream_limit.hpp"
 #include <riseml/model/workload.hpp>
@@ -39,26 +40,28 @@ struct ReplayOptions {
   double compute_scale = 1.0;
 };
 
+// The workload's gradients as they are handed over, its compute scaled, in `buffers`.
+std::vector<HandedGradient> handed_gradients(const model::Workload& w, double scale,
+                                             std::vector<std::vector<std::byte>>& buffers) {
+  std::vector<HandedGradient> out;
+  for (std::size_t i = 0; i < w.gradients.size(); ++i) {
+    const model::Gradient& g = w.gradients[i];
+    out.push_back({g.name, buffers[i].data(), g.shape, g.compute_before_us * scale * 1e-6});
+  }
+  return out;
+}
+
 // One replayed step; with `engine` null the compute alone (the one-rank baseline). Seconds.
 double replay_step(const model::Workload& w, double scale, engine::Engine* engine, DataType type,
-                   std::vector<std::vector<std::byte>>& buffers) {
+                   const std::vector<HandedGradient>& gradients) {
   const auto start = Clock::now();
   auto at = start + std::chrono::duration_cast<Clock::duration>(
                         std::chrono::duration<double, std::milli>(w.forward_ms * scale));
-  std::vector<engine::Handle> handles;
-  handles.reserve(w.gradients.size());
-  for (std::size_t i = 0; i < w.gradients.size(); ++i) {
-    const model::Gradient& g = w.gradients[i];
-    at += std::chrono::duration_cast<Clock::duration>(
-        std::chrono::duration<double, std::micro>(g.compute_before_us * scale));
-    std::this_thread::sleep_until(at);
-    if (engine)
-      handles.push_back(engine->allreduce(g.name, buffers[i].data(), buffers[i].data(), g.shape, type,
-                                          ReduceOp::average));
-  }
+  std::this_thread::sleep_until(at);
+  const std::vector<engine::Handle> handles = hand_over(engine, gradients, type, at);
   at += std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::micro>(w.tail_us * scale));
   std::this_thread::sleep_until(at);
-  for (auto& h : handles) h.wait();
+  for (const auto& h : handles) h.wait();
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
@@ -103,15 +106,16 @@ int run(const ReplayOptions& o) {
   }
 
   // The step without communication, on every rank at once (the sleeps' own overshoot included).
+  const std::vector<HandedGradient> gradients = handed_gradients(w, o.compute_scale, buffers);
   std::vector<double> alone;
-  for (int s = 0; s < 3; ++s) alone.push_back(max_over_ranks(comm, replay_step(w, o.compute_scale, nullptr, type, buffers)));
+  for (int s = 0; s < 3; ++s) alone.push_back(max_over_ranks(comm, replay_step(w, o.compute_scale, nullptr, type, gradients)));
 
   const engine::EngineOptions engine_options = engine::EngineOptions::from_environment();
   engine::Engine engine(rendezvous, CommunicatorOptions::from_environment(), engine_options);
   std::vector<double> steps;
   for (int s = 0; s < o.warmup + o.steps; ++s) {
     comm.barrier();
-    const double t = max_over_ranks(comm, replay_step(w, o.compute_scale, &engine, type, buffers));
+    const double t = max_over_ranks(comm, replay_step(w, o.compute_scale, &engine, type, gradients));
     if (s >= o.warmup) steps.push_back(t);
   }
   long long wrong = 0;

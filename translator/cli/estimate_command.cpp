@@ -208,6 +208,8 @@ int estimate(const EstimateOptions& o) {
     engine.start_when_idle = false;  // its loop sleeps out every cycle
     engine.small_first_bytes = 0;    // and fuses a cycle's tensors in one buffer
   }
+  // riseml's GPU path waits out the cycle after a cycle's work (engine/src/engine_loop.cpp).
+  if (o.settings != "horovod" && base.host_path.on) engine.linger_after_work = true;
   if (o.cycle_ms >= 0) engine.cycle_s = o.cycle_ms / 1e3;
   if (!o.fusion.empty()) {
     auto v = m::parse_bytes(o.fusion);

@@ -23,6 +23,12 @@ struct EngineSettings {
   // The cycle time then never delays a step whose ranks submit alike (riseml-replay's timelines:
   // 10 collectives where a cycle grid would fuse 6). Horovod's loop sleeps out every cycle: false.
   bool start_when_idle = true;
+  // riseml's engine on GPU nodes (with start_when_idle): after a cycle that ran work it waits
+  // out the cycle time before the next, since a GPU cycle only enqueues and ends at once (a
+  // cycle per gradient would be an NCCL call per gradient); after an idle stretch a gradient
+  // still wakes it. The model leaves out that the caller's synchronize() runs the step's last
+  // cycle at once (it puts it on the grid: up to a cycle late).
+  bool linger_after_work = false;
   double fusion_bytes = 64u << 20;    // RISEML_FUSION_THRESHOLD; 0: no fusion
   bool fp16 = false;                  // gradients sent as float16: 2 bytes an element, not 4
   bool response_cache = true;         // negotiation is one small bit-vector allreduce a cycle
