@@ -39,19 +39,26 @@ void check(cudaError_t e, const char* what, int device) {
                                                  cudaGetErrorString(e));
 }
 
-// Keeps the caller's current device as it was.
+// Keeps the caller's current device as it was; restores it only when it changed it (every
+// enqueue of a GPU tensor passes here: one CUDA call fewer when the caller is on its device).
 class DeviceScope {
  public:
   explicit DeviceScope(int device) {
     check(cudaGetDevice(&previous_), "cudaGetDevice", device);
-    if (previous_ != device) check(cudaSetDevice(device), "cudaSetDevice", device);
+    if (previous_ != device) {
+      check(cudaSetDevice(device), "cudaSetDevice", device);
+      changed_ = true;
+    }
   }
-  ~DeviceScope() { cudaSetDevice(previous_); }
+  ~DeviceScope() {
+    if (changed_) cudaSetDevice(previous_);
+  }
   DeviceScope(const DeviceScope&) = delete;
   DeviceScope& operator=(const DeviceScope&) = delete;
 
  private:
   int previous_ = 0;
+  bool changed_ = false;
 };
 
 // Events are reused: creating one per call costs microseconds a small collective cannot spare.

@@ -51,15 +51,16 @@ void DeviceStrategy::finish_when_done(const std::vector<TableEntry*>& entries, c
                                       Clock::time_point start, std::size_t bytes) {
   std::shared_ptr<DeviceEvent> done_at = path_->done_marker();
   std::vector<std::shared_ptr<HandleState>> handles;
-  std::vector<std::string> names;
+  handles.reserve(entries.size());
+  const bool traced = context_.timeline.enabled();
+  std::vector<std::string> names;  // for the timeline only
   for (TableEntry* g : entries) {
-    names.push_back(g->name);
+    if (traced) names.push_back(g->name);
     if (std::shared_ptr<HandleState> h = context_.finisher.finish_deferred(*g)) {
       h->mark_enqueued(done_at);
       handles.push_back(std::move(h));
     }
   }
-  const bool traced = context_.timeline.enabled();
   path_->when_done(std::move(done_at), [this, handles = std::move(handles),
                                         names = std::move(names), phase, start, bytes,
                                         traced](const std::optional<CollectiveError>& error) {

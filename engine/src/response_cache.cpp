@@ -14,7 +14,9 @@ void ResponseCache::remember(const std::string& name,
                              const std::vector<std::optional<TensorMeta>>& metas) {
   auto it = index_.find(name);
   if (it != index_.end()) {
-    entries_[it->second].metas = metas;
+    // A training loop finishes the same tensors with the same metadata every step: compare
+    // (no allocation) before copying.
+    if (entries_[it->second].metas != metas) entries_[it->second].metas = metas;
   } else if (entries_.size() < capacity_) {
     index_.emplace(name, static_cast<std::uint32_t>(entries_.size()));
     entries_.push_back({name, metas});

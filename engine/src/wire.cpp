@@ -17,6 +17,7 @@ TensorMeta meta_of(const Request& r) {
   m.on_device = !r.tensors.empty() && r.tensors.front().device >= 0;
   m.adasum = r.adasum;
   m.splits = r.splits;
+  m.shapes.reserve(r.tensors.size());
   for (const TensorArg& t : r.tensors) m.shapes.push_back(t.shape);
   return m;
 }

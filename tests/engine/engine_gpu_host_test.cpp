@@ -12,6 +12,7 @@
 #include <riseml/in_memory_rendezvous.hpp>
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstdio>
@@ -249,15 +250,15 @@ TEST(EngineGpuHost, FusedBucketWithAJoinedRanksZeros) {
 
 // After a cycle that enqueued GPU work the engine waits out the cycle time (GPU cycles only
 // enqueue, so a cycle per submission would give each gradient its own NCCL call): a burst
-// handed over meanwhile, nobody waiting on it yet, runs as one fused collective on 1 rank, a
-// few on 2 (not 32). Counted in the timeline: the burst's NCCL_ALLREDUCE events by their start.
+// handed over meanwhile, nobody waiting on it yet, runs as one fused collective (it ran as 32,
+// one a gradient). Counted in the timeline: the burst's NCCL_ALLREDUCE events by their start.
 TEST(EngineGpuHost, ABurstAfterGpuWorkIsFused) {
   for (int ranks : {1, 2}) {
-    const std::string path = ::testing::TempDir() + "gpu_host_burst.json";
+    const std::string path = ::testing::TempDir() + "gpu_host_burst." + std::to_string(::getpid()) + ".json";
     std::remove(path.c_str());
     testing::run_engines(ranks, [&](int) {
       EngineOptions o = standin();
-      o.cycle_time = std::chrono::milliseconds(300);
+      o.cycle_time = std::chrono::seconds(1);  // longer than the burst on a loaded machine
       o.timeline_path = path;
       return o;
     }, [](Engine& e, int rank) {
@@ -274,6 +275,9 @@ TEST(EngineGpuHost, ABurstAfterGpuWorkIsFused) {
         handles.push_back(e.enqueue(b));
         std::this_thread::sleep_for(std::chrono::microseconds(200));  // a backward pass's pace
       }
+      // Both ranks have handed the burst over before either waits (a rank that waits runs the
+      // cycle, and its message starts the other's).
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
       for (auto& h : handles) h.wait();
       for (int t = 0; t < 32; ++t) {
         std::vector<float> want = pattern(0, 64, t);
@@ -308,9 +312,8 @@ TEST(EngineGpuHost, ABurstAfterGpuWorkIsFused) {
       }
     }
     EXPECT_EQ(events, 32u) << ranks << " rank(s)\n" << timeline;
-    // On 2 ranks a rank that waits first starts the cycle for both (its message wakes the
-    // other), which may not have handed over its last gradients yet: a few collectives.
-    EXPECT_LE(starts.size(), ranks == 1 ? 1u : 4u) << ranks << " rank(s): the burst ran as " << starts.size()
+    // One; on 2 ranks two when one rank was more than 100 ms behind the other (a loaded host).
+    EXPECT_LE(starts.size(), ranks == 1 ? 1u : 2u) << ranks << " rank(s): the burst ran as " << starts.size()
                                                    << " collectives";
   }
 }
