@@ -268,6 +268,7 @@ bool EngineLoop::cycle() {
 
   // 4. Ready everywhere: check agreement, then run (allreduces fused first, then the others).
   std::vector<TableEntry*> allreduces, others;
+  ran_device_work_ = false;  // set below when some ready entry is GPU work
   for (auto& [seq, g] : table) {
     if (g.finished()) continue;  // a stall verdict above
     if (auto error = check_join_rule(g, joined)) {
@@ -279,11 +280,10 @@ bool EngineLoop::cycle() {
       finisher_.finish(g, error);
       continue;
     }
-    (reference(g).kind == OpKind::allreduce ? allreduces : others).push_back(&g);
+    const TensorMeta& m = reference(g);
+    (m.kind == OpKind::allreduce ? allreduces : others).push_back(&g);
+    ran_device_work_ = ran_device_work_ || m.on_device;
   }
-  ran_device_work_ = false;
-  for (const auto* group : {&allreduces, &others})
-    for (const TableEntry* g : *group) ran_device_work_ = ran_device_work_ || reference(*g).on_device;
   executor_.run_allreduces(allreduces, news.now);
   for (TableEntry* g : others) executor_.run_other(*g, news.now);
   bool progressed = table.erase_finished();  // something finished: the stuck flags sent are stale
