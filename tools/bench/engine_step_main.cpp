@@ -41,6 +41,8 @@ struct Options {
   int steps = 200;
   int rounds = 3;
   int cycle_us = 1000;
+  bool full_wait = false;
+  bool long_names = false;
 };
 
 struct Case {
@@ -55,7 +57,8 @@ std::vector<double> run_steps(const Options& o, bool device, int tensors, std::s
   std::vector<double> seconds;
   std::vector<std::string> errors(static_cast<std::size_t>(o.ranks));
   std::vector<std::string> names;
-  for (int t = 0; t < tensors; ++t) names.push_back("g" + std::to_string(t));
+  for (int t = 0; t < tensors; ++t)
+    names.push_back((o.long_names ? "allreduce.module.layer3.5.conv2.weight." : "g") + std::to_string(t));
   std::vector<std::thread> threads;
   for (int r = 0; r < o.ranks; ++r) {
     threads.emplace_back([&, r] {
@@ -78,7 +81,12 @@ std::vector<double> run_steps(const Options& o, bool device, int tensors, std::s
             q.tensors.push_back({p, p, {count}, device ? 0 : -1});
             handles[static_cast<std::size_t>(t)] = engine.enqueue(std::move(q));
           }
-          for (const Handle& h : handles) h.wait();
+          for (const Handle& h : handles) {
+            if (device && !o.full_wait)
+              h.wait_stream_ordered();
+            else
+              h.wait();
+          }
         };
         for (int k = 0; k < 5; ++k) step();  // warm-up: buffers, the response cache
         for (int k = 0; k < o.steps; ++k) {
@@ -101,7 +109,8 @@ std::vector<double> run_steps(const Options& o, bool device, int tensors, std::s
 int usage(const char* why) {
   std::fprintf(stderr,
                "riseml-engine-step: %s\nusage: riseml-engine-step [--ranks N] [--steps S] "
-               "[--rounds R] [--cycle-us C] [--quick] [--case TENSORSxBYTES] [--path host|standin]\n",
+               "[--rounds R] [--cycle-us C] [--quick] [--case TENSORSxBYTES] [--path host|standin] "
+               "[--full-wait] [--long-names]\n",
                why);
   return 2;
 }
@@ -128,6 +137,8 @@ int main(int argc, char** argv) {
     else if (a == "--rounds") ok = number(o.rounds, 1);
     else if (a == "--cycle-us") ok = number(o.cycle_us, 0);
     else if (a == "--quick") o.steps = 30, o.rounds = 1;
+    else if (a == "--full-wait") o.full_wait = true;
+    else if (a == "--long-names") o.long_names = true;
     else if (a == "--path" && i + 1 < argc && (argv[i + 1] == std::string("host") || argv[i + 1] == std::string("standin")))
       paths = {argv[++i] == std::string("standin")};
     else if (a == "--case" && i + 1 < argc) {
@@ -142,8 +153,10 @@ int main(int argc, char** argv) {
     else return usage(("unknown option '" + a + "'").c_str());
     if (!ok) return usage(("'" + a + "' needs a whole number in range").c_str());
   }
-  std::printf("# riseml-engine-step: %d rank(s) as threads, cycle %d us, %d rounds x %d steps\n",
-              o.ranks, o.cycle_us, o.rounds, o.steps);
+  std::printf("# riseml-engine-step: %d rank(s) as threads, cycle %d us, %d rounds x %d steps, "
+              "device tensors waited %s, %s names\n",
+              o.ranks, o.cycle_us, o.rounds, o.steps, o.full_wait ? "until done" : "until enqueued",
+              o.long_names ? "long" : "short");
   std::printf("%-8s %8s %10s %10s %10s %10s %10s %12s\n", "path", "tensors", "each_B",
               "step_p10", "step_p50", "step_p90", "floor_p50", "per_tensor");
   try {
