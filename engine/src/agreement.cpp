@@ -27,7 +27,7 @@ std::string format_scale(double v) {
 // The scale factors compare bit for bit (0.0 and -0.0 are told apart, as their descriptions are).
 bool identical_everywhere(const TableEntry& g, const TensorMeta& ref) {
   auto bits = [](double v) { return std::bit_cast<std::uint64_t>(v); };
-  return std::all_of(g.metas.begin(), g.metas.end(), [&](const std::optional<TensorMeta>& m) {
+  return std::all_of(g.metas.begin(), g.metas.end(), [&](const MetaRef& m) {
     return !m || (*m == ref && bits(m->prescale) == bits(ref.prescale) &&
                   bits(m->postscale) == bits(ref.postscale));
   });

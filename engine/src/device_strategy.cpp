@@ -64,12 +64,9 @@ void DeviceStrategy::finish_when_done(const std::vector<TableEntry*>& entries, c
   path_->when_done(std::move(done_at), [this, handles = std::move(handles),
                                         names = std::move(names), phase, start, bytes,
                                         traced](const std::optional<CollectiveError>& error) {
-    for (const auto& h : handles) {
-      if (error)
-        h->fail(*error);
-      else
-        h->complete();
-    }
+    // All settled before any is woken: a caller waiting on them in turn wakes once.
+    for (const auto& h : handles) h->settle(error);
+    for (const auto& h : handles) h->wake();
     if (!traced) return;
     std::lock_guard lock(completed_mutex_);
     completed_.push_back(Completed{names, phase, start, Clock::now(), bytes});

@@ -243,13 +243,7 @@ bool EngineLoop::cycle() {
   mine.join = in.join;
   if (rank_ == 0) mine.stalled = stalls_.take_verdicts();
   mine.stuck = stalls_.locally_stuck(Clock::now());
-  for (const std::string& name : in.fresh) {
-    const LocalRequest* l = queue_.find(name);
-    if (l == nullptr)  // a bug, but one that fails the handles instead of the process
-      throw CollectiveError(ErrorKind::system,
-                            "riseml: engine: request '" + name + "' was gone before it was sent");
-    negotiator_.offer(mine, name, meta_of(l->request));
-  }
+  for (const LocalRequest* l : in.fresh) negotiator_.offer(mine, l->request);
 
   // 2. Everyone's messages, into the same table on every rank.
   CycleNews news = negotiator_.exchange(mine);

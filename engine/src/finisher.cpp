@@ -14,6 +14,15 @@ void Finisher::finish(TableEntry& g, const std::optional<CollectiveError>& error
   }
 }
 
+void Finisher::finish_all(const std::vector<TableEntry*>& entries) {
+  handles_.clear();
+  for (TableEntry* g : entries)
+    if (std::shared_ptr<HandleState> h = end_entry(*g, false); h && h->settle(std::nullopt))
+      handles_.push_back(std::move(h));
+  for (const auto& h : handles_) h->wake();
+  handles_.clear();
+}
+
 std::shared_ptr<HandleState> Finisher::finish_deferred(TableEntry& g) { return end_entry(g, false); }
 
 std::shared_ptr<HandleState> Finisher::end_entry(TableEntry& g, bool failed) {

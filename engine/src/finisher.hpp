@@ -12,6 +12,7 @@
 
 #include <memory>
 #include <optional>
+#include <vector>
 
 namespace riseml::engine {
 
@@ -21,6 +22,9 @@ class Finisher {
       : rank_(rank), queue_(queue), negotiator_(negotiator) {}
 
   void finish(TableEntry& entry, const std::optional<CollectiveError>& error = std::nullopt);
+  // Each of a bucket that ran as one collective, as a success: every handle is settled before
+  // any is woken, so that a caller waiting on them in turn wakes once.
+  void finish_all(const std::vector<TableEntry*>& entries);
   // As a success, but this rank's handle is returned instead of completed (null if this rank
   // has none): device work, complete when the device gets there.
   std::shared_ptr<HandleState> finish_deferred(TableEntry& entry);
@@ -32,6 +36,7 @@ class Finisher {
   int rank_;
   TensorQueue& queue_;
   Negotiator& negotiator_;
+  std::vector<std::shared_ptr<HandleState>> handles_;  // finish_all's, kept for its capacity
 };
 
 }  // namespace riseml::engine

@@ -60,23 +60,25 @@ struct HandleState {
     done_changed.notify_all();
   }
 
-  void complete() {
-    {
-      std::lock_guard lock(mutex);
-      done = true;
-    }
+  // Done, with `error` if it failed; a handle already done keeps what it had. Whoever waits
+  // is told by wake(): a bucket of handles is settled first and woken after, so that a caller
+  // waiting on them in turn is woken once, not once per handle (a sleep and a wake-up each).
+  bool settle(const std::optional<CollectiveError>& e) {
+    std::lock_guard lock(mutex);
+    if (done) return false;
+    error = e;
+    done = true;
+    return true;
+  }
+  void wake() {
     if (census) census->finished.fetch_add(1);
     done_changed.notify_all();
   }
+  void complete() {
+    if (settle(std::nullopt)) wake();
+  }
   void fail(const CollectiveError& e) {
-    {
-      std::lock_guard lock(mutex);
-      if (done) return;
-      error = e;
-      done = true;
-    }
-    if (census) census->finished.fetch_add(1);
-    done_changed.notify_all();
+    if (settle(e)) wake();
   }
 };
 

@@ -107,8 +107,8 @@ void host_allreduce(const ExecutionContext& cx, const std::vector<TableEntry*>& 
     }
     cx.timeline.event(g->name, "ALLREDUCE", t1, t2, bytes);
     cx.timeline.event(g->name, "MEMCPY_OUT_FUSION_BUFFER", t3, Clock::now(), bytes);
-    cx.finisher.finish(*g);
   }
+  cx.finisher.finish_all(bucket);
 }
 
 }  // namespace riseml::engine

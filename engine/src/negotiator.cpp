@@ -32,16 +32,15 @@ bool Negotiator::all_joined() const {
   return std::all_of(joined_.begin(), joined_.end(), [](bool j) { return j; });
 }
 
-void Negotiator::offer(Message& mine, const std::string& name, TensorMeta meta) const {
-  WireEntry e;
-  e.meta = std::move(meta);
-  if (const auto id = cache_.id_of(name, rank_, e.meta)) {
+void Negotiator::offer(Message& mine, const Request& r) const {
+  WireEntry& e = mine.entries.emplace_back();
+  if (const auto id = cache_.id_of(r.name, rank_, r)) {
     e.cached = true;
     e.cache_id = *id;
   } else {
-    e.name = name;
+    e.name = r.name;
+    e.meta = meta_of(r);
   }
-  mine.entries.push_back(std::move(e));
 }
 
 CycleNews Negotiator::exchange(const Message& mine) {
@@ -97,17 +96,17 @@ CycleNews Negotiator::exchange(const Message& mine) {
     }
     if (r == 0) news.verdicts = std::move(m.stalled);
     for (WireEntry& e : m.entries) {
-      if (e.cached) {
-        const CachedResponse* c = cache_.at(e.cache_id);
-        if (!c || !c->metas[ur])
-          throw CollectiveError(ErrorKind::mismatch,
-                                "riseml: engine: rank " + std::to_string(r) +
-                                    " referred to an unknown cache entry",
-                                r);
-        e.name = c->name;
-        e.meta = *c->metas[ur];
+      if (!e.cached) {
+        table_.record(e.name, r, MetaRef(std::move(e.meta)), news.now);
+        continue;
       }
-      table_.record(e.name, r, std::move(e.meta), news.now);
+      const CachedResponse* c = cache_.at(e.cache_id);
+      if (!c || !c->metas[ur])
+        throw CollectiveError(ErrorKind::mismatch,
+                              "riseml: engine: rank " + std::to_string(r) +
+                                  " referred to an unknown cache entry",
+                              r);
+      table_.record(c->name, r, c->metas[ur], news.now);  // shared, not copied
     }
   }
   return news;

@@ -30,9 +30,9 @@ class Negotiator {
  public:
   Negotiator(Communicator& comm, int rank, int size);
 
-  // Adds this rank's request `name` to `mine`: as its cache id when the cache holds `name` with
+  // Adds this rank's request `r` to `mine`: as its cache id when the cache holds its name with
   // the same metadata from this rank, else in full.
-  void offer(Message& mine, const std::string& name, TensorMeta meta) const;
+  void offer(Message& mine, const Request& r) const;
   // The collective exchange. Throws CollectiveError(mismatch) for a malformed message or a
   // cache id the cache does not hold (a rank out of step), naming that rank.
   CycleNews exchange(const Message& mine);

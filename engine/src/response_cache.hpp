@@ -5,6 +5,7 @@
 // finish, from the same table), so an id means the same name everywhere.
 #pragma once
 
+#include "meta_ref.hpp"
 #include "wire.hpp"
 
 #include <cstddef>
@@ -18,7 +19,7 @@ namespace riseml::engine {
 
 struct CachedResponse {
   std::string name;
-  std::vector<std::optional<TensorMeta>> metas;  // one per rank
+  std::vector<MetaRef> metas;  // one per rank
 };
 
 class ResponseCache {
@@ -29,17 +30,29 @@ class ResponseCache {
 
   // The id of `name` if the cache holds it with `meta` as rank `rank`'s metadata.
   std::optional<std::uint32_t> id_of(const std::string& name, int rank, const TensorMeta& meta) const;
+  // The same for the metadata of request `r` (not built: compared as it is).
+  std::optional<std::uint32_t> id_of(const std::string& name, int rank, const Request& r) const;
   // The entry with that id, or null (an id no rank was given: a rank out of step).
   const CachedResponse* at(std::uint32_t id) const {
     return id < entries_.size() ? &entries_[id] : nullptr;
   }
   // A completed entry: updates the name's metadata, or adds it while there is room (ids are
   // never reused, so a full cache keeps what it has).
-  void remember(const std::string& name, const std::vector<std::optional<TensorMeta>>& metas);
+  void remember(const std::string& name, const std::vector<MetaRef>& metas);
   std::size_t size() const { return entries_.size(); }
 
  private:
   std::size_t capacity_;
+  // The id of `name` when this rank's cached metadata passes `same`.
+  template <class Same>
+  std::optional<std::uint32_t> find(const std::string& name, int rank, Same same) const {
+    auto it = index_.find(name);
+    if (it == index_.end()) return std::nullopt;
+    const MetaRef& mine = entries_[it->second].metas[static_cast<std::size_t>(rank)];
+    if (!mine || !same(*mine)) return std::nullopt;
+    return it->second;
+  }
+
   std::vector<CachedResponse> entries_;
   std::unordered_map<std::string, std::uint32_t> index_;
 };

@@ -2,7 +2,7 @@
 
 #include "naming.hpp"
 
-#include <iterator>
+#include <tuple>
 #include <utility>
 
 namespace riseml::engine {
@@ -39,14 +39,29 @@ void TensorQueue::submit(Request request, std::shared_ptr<HandleState> handle, R
                                   request.name + "' submitted on rank " + std::to_string(rank_) +
                                   " after join(); wait for the join to complete first");
       if (request.kind == OpKind::barrier) request.name = "barrier." + std::to_string(barriers_++);
-      std::string name = request.name;
-      auto [it, inserted] = in_flight_.try_emplace(
-          name, LocalRequest{std::move(request), std::move(handle), Clock::now(), std::move(ready)});
-      if (!inserted)
-        throw CollectiveError(ErrorKind::invalid_argument,
-                              "riseml: a tensor named '" + name + "' is already in flight on rank " +
-                                  std::to_string(rank_) + "; names must be unique until completed");
-      incoming_.push_back(name);
+      auto in_flight_already = [&] {
+        return CollectiveError(ErrorKind::invalid_argument,
+                               "riseml: a tensor named '" + request.name + "' is already in flight on rank " +
+                                   std::to_string(rank_) + "; names must be unique until completed");
+      };
+      InFlight::iterator slot;
+      if (spare_.empty()) {
+        bool inserted;
+        std::tie(slot, inserted) = in_flight_.try_emplace(request.name);
+        if (!inserted) throw in_flight_already();
+      } else {
+        InFlight::node_type node = std::move(spare_.back());
+        spare_.pop_back();
+        node.key().assign(request.name);
+        auto placed = in_flight_.insert(std::move(node));
+        if (!placed.inserted) {
+          spare_.push_back(std::move(placed.node));
+          throw in_flight_already();
+        }
+        slot = placed.position;
+      }
+      slot->second = LocalRequest{std::move(request), std::move(handle), Clock::now(), std::move(ready)};
+      incoming_.push_back(&slot->second);
     }
   }
   wake_if_parked();
@@ -93,8 +108,8 @@ CycleInput TensorQueue::take_cycle_input() {
   CycleInput in;
   std::lock_guard lock(mutex_);
   in.timeline = std::exchange(timeline_switch_, std::nullopt);
-  in.fresh.assign(std::make_move_iterator(incoming_.begin()), std::make_move_iterator(incoming_.end()));
-  incoming_.clear();
+  in.fresh.swap(incoming_);
+  incoming_.reserve(in.fresh.size());  // a step hands over as many again
   in.shutdown = shutdown_requested_;
   in.leaving = leaving_;
   if (join_handle_ && !join_sent_) {
@@ -112,10 +127,11 @@ LocalRequest* TensorQueue::find(const std::string& name) {
 
 std::shared_ptr<HandleState> TensorQueue::remove(const std::string& name) {
   std::lock_guard lock(mutex_);
-  auto it = in_flight_.find(name);
-  if (it == in_flight_.end()) return nullptr;
-  std::shared_ptr<HandleState> handle = std::move(it->second.handle);
-  in_flight_.erase(it);
+  InFlight::node_type node = in_flight_.extract(name);
+  if (!node) return nullptr;
+  std::shared_ptr<HandleState> handle = std::move(node.mapped().handle);
+  node.mapped() = LocalRequest{};  // the caller's buffers and marker are let go of now
+  if (spare_.size() < kSpare) spare_.push_back(std::move(node));
   return handle;
 }
 

@@ -14,7 +14,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -35,7 +34,9 @@ struct LocalRequest {
 
 // What the engine thread takes at the start of a cycle.
 struct CycleInput {
-  std::vector<std::string> fresh;  // names submitted since the last cycle, in order
+  // Requests submitted since the last cycle, in order: in flight until the engine thread itself
+  // removes them (TensorQueue::find's rule).
+  std::vector<LocalRequest*> fresh;
   bool shutdown = false;
   bool leaving = false;                  // the shutdown is this process's exit
   bool join = false;                     // join() was called and is to be announced
@@ -89,8 +90,12 @@ class TensorQueue {
   Communicator& comm_;
   const int rank_;
   std::mutex mutex_;  // guards everything below but parked_
-  std::deque<std::string> incoming_;
-  std::unordered_map<std::string, LocalRequest> in_flight_;
+  std::vector<LocalRequest*> incoming_;  // in in_flight_ (whose nodes do not move)
+  using InFlight = std::unordered_map<std::string, LocalRequest>;
+  InFlight in_flight_;
+  // Removed requests' slots, reused with their name's memory (the next step's same tensors).
+  static constexpr std::size_t kSpare = 4096;
+  std::vector<InFlight::node_type> spare_;
   std::uint64_t barriers_ = 0;
   bool shutdown_requested_ = false;
   bool leaving_ = false;

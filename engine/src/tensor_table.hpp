@@ -5,6 +5,7 @@
 // which ready entries run.
 #pragma once
 
+#include "meta_ref.hpp"
 #include "wire.hpp"
 
 #include <chrono>
@@ -12,6 +13,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -21,7 +23,7 @@ struct TableEntry {
   using Clock = std::chrono::steady_clock;
   std::string name;
   // One per rank; empty once the entry finished (it is erased after the cycle).
-  std::vector<std::optional<TensorMeta>> metas;
+  std::vector<MetaRef> metas;
   Clock::time_point first_seen;
   bool warned = false;        // the stall warning was given
   bool verdict_sent = false;  // rank 0 decided it fails (stall or deadlock)
@@ -38,13 +40,15 @@ class TensorTable {
   using Entries = std::map<std::uint64_t, TableEntry>;
 
   explicit TensorTable(int size) : size_(size) {}
+  TensorTable(const TensorTable&) = delete;  // the index refers to the entries' names
+  TensorTable& operator=(const TensorTable&) = delete;
 
   // Rank `rank`'s metadata for `name`: into the open entry of that name, or a new one.
-  void record(const std::string& name, int rank, TensorMeta&& meta, Clock::time_point now);
+  void record(const std::string& name, int rank, MetaRef meta, Clock::time_point now);
   // The open entry of that name if it has sequence number `seq`, else null.
   TableEntry* find(const std::string& name, std::uint64_t seq);
   // The name is free for a new entry (the entry itself stays, finished, until erase_finished).
-  void close(const std::string& name) { index_.erase(name); }
+  void close(const std::string& name);
   // Erases the finished entries; whether there were any.
   bool erase_finished();
   bool empty() const { return entries_.empty(); }
@@ -57,8 +61,16 @@ class TensorTable {
  private:
   int size_;
   Entries entries_;
-  std::unordered_map<std::string, std::uint64_t> index_;  // the open entry of each name
+  // The open entry of each name, keyed by the entry's own name (entries do not move in the
+  // map, and close() comes before an entry is erased).
+  using Index = std::unordered_map<std::string_view, std::uint64_t>;
+  Index index_;
   std::uint64_t next_seq_ = 0;
+  // Erased entries and index slots, reused with what they allocated (the name, the per-rank
+  // metadata): a training step's tensors come again every step, and need no allocation then.
+  static constexpr std::size_t kSpare = 4096;
+  std::vector<Entries::node_type> spare_entries_;
+  std::vector<Index::node_type> spare_slots_;
 };
 
 }  // namespace riseml::engine

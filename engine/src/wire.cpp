@@ -22,6 +22,17 @@ TensorMeta meta_of(const Request& r) {
   return m;
 }
 
+bool describes(const TensorMeta& m, const Request& r) {
+  if (m.kind != r.kind || m.dtype != r.dtype || m.op != r.op || m.root != r.root ||
+      m.prescale != r.prescale || m.postscale != r.postscale || m.adasum != r.adasum ||
+      m.on_device != (!r.tensors.empty() && r.tensors.front().device >= 0) || m.splits != r.splits ||
+      m.shapes.size() != r.tensors.size())
+    return false;
+  for (std::size_t i = 0; i < m.shapes.size(); ++i)
+    if (m.shapes[i] != r.tensors[i].shape) return false;
+  return true;
+}
+
 std::string describe_shape(const std::vector<std::int64_t>& shape) {
   std::string s = "[";
   for (std::size_t i = 0; i < shape.size(); ++i) {

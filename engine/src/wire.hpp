@@ -31,6 +31,8 @@ struct TensorMeta {
 };
 
 TensorMeta meta_of(const Request& r);
+// meta == meta_of(r), without building it (a cached request is compared every step).
+bool describes(const TensorMeta& meta, const Request& r);
 std::string describe_shape(const std::vector<std::int64_t>& shape);
 std::size_t element_count(const std::vector<std::int64_t>& shape);
 // The bytes of all of a request's tensors.

@@ -19,7 +19,7 @@ TensorMeta meta(OpKind kind = OpKind::allreduce, std::vector<std::int64_t> shape
 }
 
 // An entry of `size` ranks with `metas` given for some of them.
-TableEntry entry(std::vector<std::optional<TensorMeta>> metas, std::string name = "w") {
+TableEntry entry(std::vector<MetaRef> metas, std::string name = "w") {
   TableEntry e;
   e.name = std::move(name);
   e.metas = std::move(metas);
