@@ -4,20 +4,24 @@
 path, a plot) of measured and predicted step times.
 
     /usr/bin/python3 tools/sweeps/model_validation.py OUT_DIR [PLOT.png] [--riseml PATH]
-        [--workloads DIR] [--limit 10]
+        [--workloads DIR] [--limit 10] [--spread-quantiles LOW HIGH]
 
 Two predictions per cell: with the fit taken on the same nodes (the calibration the model is
 meant to get), and with the 2-node fit of the same rate (what a fit on fewer nodes carries over).
 A cell replayed in several rounds (model-validation.sh --rounds) is measured as the median of
 its rounds, and every round is listed; with a fit that has link_spread, the range the estimate
 prints and whether every round fell inside it. --workloads DIR: the sweep's folder of
-.workload files. Exit status 1 when a same-nodes prediction misses by more than --limit %."""
+.workload files. --spread-quantiles LOW HIGH: the range from other quantiles of the fit's bursts
+(each fit's log, fit-RATE-NN.log, lists every burst's factor; nearest rank, as riseml-bench
+--fit takes them), to set a grid measured with one choice beside another. Exit status 1 when a
+same-nodes prediction misses by more than --limit %."""
 import argparse
 import os
 import re
 import statistics
 import subprocess
 import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -25,6 +29,29 @@ LINE = re.compile(r"rate=(\S+) nodes=(\d+) variant=(\S+) (?:round=\d+ )?replay: 
                   r"compute_ms=([\d.]+) efficiency=([\d.]+) link_bound=([\d.]+)")
 STEP = re.compile(r"^  step ([\d.]+) ms, compute ([\d.]+) ms, .*efficiency ([\d.]+)", re.M)
 RANGE = re.compile(r"^  range ([\d.]+) - ([\d.]+) ms", re.M)
+
+
+def nearest_rank(values, q):
+    v = sorted(values)
+    return v[min(int(q * (len(v) - 1) + 0.5), len(v) - 1)]
+
+
+def with_quantiles(fit, low, high, into):
+    """A copy of the fit in `into` whose spread's fast and slow are these quantiles of its bursts."""
+    log = fit[:-len(".yml")] + ".log"
+    with open(log, encoding="utf-8") as f:
+        m = re.search(r"every burst, ms \(factor\):(.*)", f.read())
+    if not m:
+        raise SystemExit(f"model_validation: {log} lists no bursts (a fit without a spread?)")
+    factors = [float(x) for x in re.findall(r"\(([\d.]+)\)", m.group(1))]
+    with open(fit, encoding="utf-8") as f:
+        text = f.read()
+    text = re.sub(r"fast: [\d.]+", f"fast: {nearest_rank(factors, low):.3f}", text, count=1)
+    text = re.sub(r"slow: [\d.]+", f"slow: {nearest_rank(factors, high):.3f}", text, count=1)
+    path = os.path.join(into, os.path.basename(fit))
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+    return path
 
 
 def predict(riseml, fit, model, nodes, fp16, workloads=None):
@@ -48,7 +75,11 @@ def main():
     ap.add_argument("--riseml", default=os.environ.get("RISEML_CLI", os.path.join(REPO, "build/translator/riseml")))
     ap.add_argument("--workloads")
     ap.add_argument("--limit", type=float, default=10.0)
+    ap.add_argument("--spread-quantiles", nargs=2, type=float, metavar=("LOW", "HIGH"))
     a = ap.parse_args()
+    if a.spread_quantiles and not 0 <= a.spread_quantiles[0] <= a.spread_quantiles[1] <= 1:
+        raise SystemExit("model_validation: --spread-quantiles needs 0 <= LOW <= HIGH <= 1")
+    requantiled = tempfile.TemporaryDirectory()
     runs = {}  # (rate, nodes, variant, model) -> [(step, compute, eff)], in the order run
     with open(os.path.join(a.out_dir, "replay.txt"), encoding="utf-8") as f:
         for line in f:
@@ -66,6 +97,8 @@ def main():
         eff = statistics.median(g[2] for g in got)
         same = os.path.join(a.out_dir, f"fit-{rate}-N{nodes}.yml")
         two = os.path.join(a.out_dir, f"fit-{rate}-N2.yml")
+        if a.spread_quantiles:
+            same = with_quantiles(same, *a.spread_quantiles, requantiled.name)
         p_same, e_same, rng = predict(a.riseml, same, model, nodes, fp16, a.workloads)
         p_two, e_two, _ = (predict(a.riseml, two, model, nodes, fp16, a.workloads) if os.path.exists(two)
                            else (float("nan"), float("nan"), None))
@@ -107,6 +140,15 @@ def main():
           f"largest miss {100 * worst:.1f}%")
     if ranged:
         print(f"{inside} of {len(cells)} cells with every round inside the printed range")
+        # How wide the range is around the point, per node count (median over the cells).
+        widths = []
+        for nodes in sorted({c["nodes"] for c in cells}):
+            cs = [c for c in cells if c["nodes"] == nodes and c["range"]]
+            if cs:
+                up = statistics.median(100 * (c["range"][1] / c["p_same"] - 1) for c in cs)
+                down = statistics.median(100 * (1 - c["range"][0] / c["p_same"]) for c in cs)
+                widths.append(f"{nodes} nodes +{up:.1f}% / -{down:.1f}%")
+        print("range around the point (median of the cells): " + ", ".join(widths))
 
     if a.plot:
         import matplotlib

@@ -51,7 +51,8 @@ struct Cluster {
 
 // The cluster with every part of the engine's work taking `f` times as long: links, reduction,
 // fusion copies, the engine's own time a cycle. riseml-bench --fit measures the f its bursts
-// ran at (the spread); riseml estimate prints the step at the fastest and slowest (the range).
+// ran at (the spread: their 5th and 95th percentiles); riseml estimate prints the step at both
+// (the range).
 Cluster with_engine_scaled(Cluster c, double f);
 
 // "25gbit", "25Gbit/s", "10gbyte", "3.1GB/s", "800mbit", plain number = bytes per second.
