@@ -3,13 +3,12 @@
 namespace riseml::engine {
 
 std::optional<std::uint32_t> ResponseCache::id_of(const std::string& name, int rank,
-                                                   const TensorMeta& meta) const {
-  return find(name, rank, [&](const TensorMeta& m) { return m == meta; });
-}
-
-std::optional<std::uint32_t> ResponseCache::id_of(const std::string& name, int rank,
                                                    const Request& r) const {
-  return find(name, rank, [&](const TensorMeta& m) { return describes(m, r); });
+  auto it = index_.find(name);
+  if (it == index_.end()) return std::nullopt;
+  const MetaRef& mine = entries_[it->second].metas[static_cast<std::size_t>(rank)];
+  if (!mine || !describes(*mine, r)) return std::nullopt;
+  return it->second;
 }
 
 void ResponseCache::remember(const std::string& name,

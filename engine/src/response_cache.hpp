@@ -28,9 +28,8 @@ class ResponseCache {
 
   explicit ResponseCache(std::size_t capacity = kDefaultCapacity) : capacity_(capacity) {}
 
-  // The id of `name` if the cache holds it with `meta` as rank `rank`'s metadata.
-  std::optional<std::uint32_t> id_of(const std::string& name, int rank, const TensorMeta& meta) const;
-  // The same for the metadata of request `r` (not built: compared as it is).
+  // The id of `name` if the cache holds it with the metadata of request `r` as rank `rank`'s
+  // (compared with the request as it is: its metadata is not built).
   std::optional<std::uint32_t> id_of(const std::string& name, int rank, const Request& r) const;
   // The entry with that id, or null (an id no rank was given: a rank out of step).
   const CachedResponse* at(std::uint32_t id) const {
@@ -43,16 +42,6 @@ class ResponseCache {
 
  private:
   std::size_t capacity_;
-  // The id of `name` when this rank's cached metadata passes `same`.
-  template <class Same>
-  std::optional<std::uint32_t> find(const std::string& name, int rank, Same same) const {
-    auto it = index_.find(name);
-    if (it == index_.end()) return std::nullopt;
-    const MetaRef& mine = entries_[it->second].metas[static_cast<std::size_t>(rank)];
-    if (!mine || !same(*mine)) return std::nullopt;
-    return it->second;
-  }
-
   std::vector<CachedResponse> entries_;
   std::unordered_map<std::string, std::uint32_t> index_;
 };

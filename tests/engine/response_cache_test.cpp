@@ -20,14 +20,21 @@ TensorMeta meta(std::int64_t n) {
   return m;
 }
 
+// A request whose metadata is meta(n).
+Request request(std::int64_t n) {
+  Request r;
+  r.tensors.push_back({nullptr, nullptr, {n}, -1});
+  return r;
+}
+
 TEST(ResponseCache, AnIdForANameWithTheSameMetadata) {
   ResponseCache cache;
-  EXPECT_FALSE(cache.id_of("w", 0, meta(4)));
+  EXPECT_FALSE(cache.id_of("w", 0, request(4)));
   cache.remember("w", {meta(4), meta(4)});
   cache.remember("b", {meta(1), meta(1)});
-  EXPECT_EQ(cache.id_of("w", 1, meta(4)), 0u);
-  EXPECT_EQ(cache.id_of("b", 0, meta(1)), 1u);
-  EXPECT_FALSE(cache.id_of("w", 1, meta(5)));  // new shape: sent in full
+  EXPECT_EQ(cache.id_of("w", 1, request(4)), 0u);
+  EXPECT_EQ(cache.id_of("b", 0, request(1)), 1u);
+  EXPECT_FALSE(cache.id_of("w", 1, request(5)));  // new shape: sent in full
   ASSERT_NE(cache.at(1), nullptr);
   EXPECT_EQ(cache.at(1)->name, "b");
   EXPECT_EQ(cache.at(2), nullptr);
@@ -38,8 +45,8 @@ TEST(ResponseCache, ANameKeepsItsIdWhenItsMetadataChanges) {
   cache.remember("w", {meta(4), meta(4)});
   cache.remember("w", {meta(5), std::nullopt});  // rank 1 joined
   EXPECT_EQ(cache.size(), 1u);
-  EXPECT_EQ(cache.id_of("w", 0, meta(5)), 0u);
-  EXPECT_FALSE(cache.id_of("w", 1, meta(4)));
+  EXPECT_EQ(cache.id_of("w", 0, request(5)), 0u);
+  EXPECT_FALSE(cache.id_of("w", 1, request(4)));
   EXPECT_FALSE(cache.at(0)->metas[1]);
 }
 
@@ -49,9 +56,9 @@ TEST(ResponseCache, AFullCacheKeepsWhatItHas) {
   cache.remember("b", {meta(1)});
   cache.remember("c", {meta(1)});
   EXPECT_EQ(cache.size(), 2u);
-  EXPECT_FALSE(cache.id_of("c", 0, meta(1)));
+  EXPECT_FALSE(cache.id_of("c", 0, request(1)));
   cache.remember("a", {meta(2)});  // updates still happen
-  EXPECT_EQ(cache.id_of("a", 0, meta(2)), 0u);
+  EXPECT_EQ(cache.id_of("a", 0, request(2)), 0u);
   EXPECT_EQ(ResponseCache::kDefaultCapacity, 4096u);
 }
 

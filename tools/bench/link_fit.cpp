@@ -51,8 +51,8 @@ constexpr double kLoopSeconds = 0.15;  // target time of one timed loop
 // into the factor on the engine's modelled work (model::with_engine_scaled) that makes the
 // model's schedule of that burst last as long. The fit above takes medians, which leave out the
 // calls a stalled TCP flow or a busy host slows, and the model leaves out what the engine does
-// between collectives beyond its measured cycle time; the fastest and slowest factor bound the
-// printed range.
+// between collectives beyond its measured cycle time; the factors' 5th and 95th percentiles
+// bound the printed range.
 constexpr int kSpreadCalls = 32;  // both shapes together
 constexpr double kSpreadLow = 0.05, kSpreadHigh = 0.95;  // the range's quantiles of the bursts
 constexpr std::size_t kBurstLarge = 16;

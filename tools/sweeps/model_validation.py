@@ -80,6 +80,7 @@ def main():
     if a.spread_quantiles and not 0 <= a.spread_quantiles[0] <= a.spread_quantiles[1] <= 1:
         raise SystemExit("model_validation: --spread-quantiles needs 0 <= LOW <= HIGH <= 1")
     requantiled = tempfile.TemporaryDirectory()
+    requantiled_fits = {}  # fit -> its copy with the quantiles, written once
     runs = {}  # (rate, nodes, variant, model) -> [(step, compute, eff)], in the order run
     with open(os.path.join(a.out_dir, "replay.txt"), encoding="utf-8") as f:
         for line in f:
@@ -98,7 +99,9 @@ def main():
         same = os.path.join(a.out_dir, f"fit-{rate}-N{nodes}.yml")
         two = os.path.join(a.out_dir, f"fit-{rate}-N2.yml")
         if a.spread_quantiles:
-            same = with_quantiles(same, *a.spread_quantiles, requantiled.name)
+            if same not in requantiled_fits:
+                requantiled_fits[same] = with_quantiles(same, *a.spread_quantiles, requantiled.name)
+            same = requantiled_fits[same]
         p_same, e_same, rng = predict(a.riseml, same, model, nodes, fp16, a.workloads)
         p_two, e_two, _ = (predict(a.riseml, two, model, nodes, fp16, a.workloads) if os.path.exists(two)
                            else (float("nan"), float("nan"), None))
