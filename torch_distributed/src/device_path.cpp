@@ -20,6 +20,14 @@ class HostCollectives final : public DeviceCollectives {
                   DataType type) override {
     cpu_.allgatherv(in, out, counts, type);
   }
+  void reduce_scatter(const void* in, void* out, std::size_t count, DataType type,
+                      ReduceOp op) override {
+    cpu_.reduce_scatter(in, out, count, type, op);
+  }
+  void alltoallv(const void* in, std::span<const std::size_t> send_counts, void* out,
+                 std::span<const std::size_t> recv_counts, DataType type) override {
+    cpu_.alltoallv(in, send_counts, out, recv_counts, type);
+  }
 
  private:
   Communicator& cpu_;
@@ -69,8 +77,9 @@ std::string device_refusal(std::string_view operation) {
   const std::string op(operation);
   if (gpu_path_built())
     return "riseml " + op + ": CUDA tensors are not supported by this op (riseml runs "
-           "allreduce, allreduce_coalesced, broadcast, allgather and all_gather_into_tensor on "
-           "CUDA tensors); for the others use init_process_group(backend=\"cpu:riseml,"
+           "allreduce, allreduce_coalesced, broadcast, allgather, all_gather_into_tensor, "
+           "reduce_scatter, reduce_scatter_tensor, their coalesced forms, all_to_all and "
+           "all_to_all_single on CUDA tensors); for the others use init_process_group(backend=\"cpu:riseml,"
            "cuda:nccl\"), which runs CUDA tensors on NCCL";
 #if RISEML_TORCH_MAJOR >= 2
   const std::string instead = "init_process_group(backend=\"cpu:riseml,cuda:nccl\")";

@@ -39,6 +39,12 @@ class DeviceCollectives {
   virtual void broadcast(void* buffer, std::size_t count, DataType type, int root) = 0;
   virtual void allgatherv(const void* in, void* out, std::span<const std::size_t> counts,
                           DataType type) = 0;
+  // size * count elements of `in` reduced over the ranks; this rank's block of count to `out`.
+  virtual void reduce_scatter(const void* in, void* out, std::size_t count, DataType type,
+                              ReduceOp op) = 0;
+  // send_counts[r] elements of `in` to rank r, recv_counts[r] from rank r into `out`.
+  virtual void alltoallv(const void* in, std::span<const std::size_t> send_counts, void* out,
+                         std::span<const std::size_t> recv_counts, DataType type) = 0;
 };
 
 // One op's synchronisation with torch's streams.

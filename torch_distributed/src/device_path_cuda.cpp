@@ -41,6 +41,14 @@ class OnStream final : public DeviceCollectives {
                   DataType type) override {
     gpu_.allgatherv(in, out, counts, type, stream_);
   }
+  void reduce_scatter(const void* in, void* out, std::size_t count, DataType type,
+                      ReduceOp op) override {
+    gpu_.reduce_scatter(in, out, count, type, op, stream_);
+  }
+  void alltoallv(const void* in, std::span<const std::size_t> send_counts, void* out,
+                 std::span<const std::size_t> recv_counts, DataType type) override {
+    gpu_.alltoallv(in, send_counts, out, recv_counts, type, stream_);
+  }
 
  private:
   cuda::GpuCollectives& gpu_;

@@ -118,6 +118,14 @@ at::Tensor device_flat(const std::vector<at::Tensor>& tensors) {
   return at::cat(flat);
 }
 
+// A contiguous tensor flat in the core's elements (complex: its real pairs), a view of it.
+at::Tensor as_core(const at::Tensor& t) {
+  return t.is_complex() ? at::view_as_real(t).reshape({-1}) : t.reshape({-1});
+}
+
+// A contiguous tensor's bytes, a view of it.
+at::Tensor as_bytes(const at::Tensor& t) { return as_core(t).view(at::kByte); }
+
 // The counts of an allgather of `count` elements from each of `size` ranks.
 std::vector<std::size_t> equal_counts(int size, std::size_t count) {
   return std::vector<std::size_t>(static_cast<std::size_t>(size), count);
@@ -564,11 +572,48 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::scatter(
 c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::reduce_scatter(
     std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
     const c10d::ReduceScatterOptions& opts) {
-  host_only("reduce_scatter", outputs);
   expect_one(outputs, "reduce_scatter");
   if (inputs.size() != 1 || inputs[0].size() != static_cast<std::size_t>(size_))
     refuse("reduce_scatter", "takes one input list of " + std::to_string(size_) + " tensors");
   at::Tensor out = outputs[0];
+  std::vector<at::Tensor> used = inputs[0];
+  used.push_back(out);
+  if (on_device(used, "reduce_scatter")) {
+    const CoreView v = device_view(out, "reduce_scatter");
+    const ReduceOp op = device_reduction(opts.reduceOp, out, "reduce_scatter");
+    std::vector<std::size_t> counts;
+    for (const auto& t : inputs[0]) {
+      if (t.scalar_type() != out.scalar_type())
+        refuse("reduce_scatter", "input tensors must have the output's dtype");
+      counts.push_back(device_view(t, "reduce_scatter").count);
+    }
+    if (counts[static_cast<std::size_t>(rank_)] != v.count)
+      refuse("reduce_scatter", "this rank's input tensor must have as many elements as its output");
+    std::vector<at::Tensor> ins = inputs[0];
+    const int size = size_;
+    return enqueue_device(c10d::OpType::REDUCE_SCATTER, outputs, used,
+                          [ins, out, v, op, counts, size](DeviceCollectives& d) {
+                            const std::size_t most = *std::max_element(counts.begin(), counts.end());
+                            if (most == 0) return;
+                            if (std::all_of(counts.begin(), counts.end(),
+                                            [&](std::size_t c) { return c == most; })) {
+                              const at::Tensor flat = device_flat(ins);
+                              d.reduce_scatter(flat.data_ptr(), v.data, most, v.type, op);
+                              return;
+                            }
+                            // Blocks of unequal size: each padded to the largest, so that one
+                            // reduce-scatter of equal blocks serves (the padding is dropped).
+                            at::Tensor padded = at::zeros({size, static_cast<int64_t>(most)},
+                                                          as_core(out).options());
+                            for (int r = 0; r < size; ++r) {
+                              const auto n = static_cast<int64_t>(counts[static_cast<std::size_t>(r)]);
+                              if (n) padded[r].narrow(0, 0, n).copy_(as_core(ins[static_cast<std::size_t>(r)]));
+                            }
+                            at::Tensor mine = at::empty({static_cast<int64_t>(most)}, padded.options());
+                            d.reduce_scatter(padded.data_ptr(), mine.data_ptr(), most, v.type, op);
+                            if (v.count) as_core(out).copy_(mine.narrow(0, 0, static_cast<int64_t>(v.count)));
+                          });
+  }
   const CoreView v = core_view(out, "reduce_scatter");
   const Reduction r = reduction_for(opts.reduceOp, out, "reduce_scatter");
   for (const auto& t : inputs[0])
@@ -599,7 +644,18 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::reduce_scatter(
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::_reduce_scatter_base(
     at::Tensor& output, at::Tensor& input, const c10d::ReduceScatterOptions& opts) {
-  host_only("_reduce_scatter_base", {output, input});
+  if (on_device({output, input}, "_reduce_scatter_base")) {
+    const CoreView in = device_view(input, "_reduce_scatter_base");
+    const CoreView out = device_view(output, "_reduce_scatter_base");
+    if (input.scalar_type() != output.scalar_type() || in.count != out.count * size_)
+      refuse("_reduce_scatter_base", "the input must hold world size (" + std::to_string(size_) +
+                                         ") times the output's elements, of the output's dtype");
+    const ReduceOp op = device_reduction(opts.reduceOp, output, "_reduce_scatter_base");
+    return enqueue_device(c10d::OpType::_REDUCE_SCATTER_BASE, {output}, {output, input},
+                          [in, out, op, input](DeviceCollectives& d) {
+                            if (out.count > 0) d.reduce_scatter(in.data, out.data, out.count, in.type, op);
+                          });
+  }
   const CoreView in = core_view(input, "_reduce_scatter_base");
   const CoreView out = core_view(output, "_reduce_scatter_base");
   if (input.scalar_type() != output.scalar_type() || in.count != out.count * size_)
@@ -614,9 +670,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::_reduce_scatter_base(
 c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::alltoall_base(
     at::Tensor& output, at::Tensor& input, std::vector<int64_t>& output_split_sizes,
     std::vector<int64_t>& input_split_sizes, const c10d::AllToAllOptions&) {
-  host_only("alltoall_base", {output, input});
-  const CoreView in = core_view(input, "alltoall_base");
-  const CoreView out = core_view(output, "alltoall_base");
+  const bool device = on_device({output, input}, "alltoall_base");
+  const CoreView in = device ? device_view(input, "alltoall_base") : core_view(input, "alltoall_base");
+  const CoreView out = device ? device_view(output, "alltoall_base") : core_view(output, "alltoall_base");
   if (input.scalar_type() != output.scalar_type())
     refuse("alltoall_base", "input and output must have one dtype");
   // Splits count rows of dimension 0; the core counts elements.
@@ -650,6 +706,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::alltoall_base(
   const auto send = counts(input, in, input_split_sizes, "input");
   const auto recv = counts(output, out, output_split_sizes, "output");
   at::Tensor keep_in = input;
+  if (device)
+    return enqueue_device(c10d::OpType::ALLTOALL_BASE, {output}, {output, input},
+                          [in, out, send, recv, keep_in](DeviceCollectives& d) {
+                            d.alltoallv(in.count ? in.data : nothing(), send,
+                                        out.count ? out.data : nothing(), recv, in.type);
+                          });
   return enqueue(queue_, c10d::OpType::ALLTOALL_BASE, {output},
                  [this, in, out, send, recv, keep_in] {
                    communicator_->alltoallv(in.count ? in.data : nothing(), send,
@@ -660,11 +722,50 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::alltoall_base(
 c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::alltoall(std::vector<at::Tensor>& outputs,
                                                             std::vector<at::Tensor>& inputs,
                                                             const c10d::AllToAllOptions&) {
-  host_only("alltoall", inputs, outputs);
   if (inputs.size() != static_cast<std::size_t>(size_) ||
       outputs.size() != static_cast<std::size_t>(size_))
     refuse("alltoall", "takes one input and one output tensor per rank (" +
                            std::to_string(size_) + ")");
+  std::vector<at::Tensor> used = inputs;
+  used.insert(used.end(), outputs.begin(), outputs.end());
+  if (on_device(used, "alltoall")) {
+    std::vector<std::size_t> send, recv;
+    for (const auto& t : inputs) {
+      send.push_back(device_view(t, "alltoall").count);
+      if (t.scalar_type() != inputs.front().scalar_type())
+        refuse("alltoall", "input tensors must have one dtype");
+    }
+    for (const auto& t : outputs) {
+      recv.push_back(device_view(t, "alltoall").count);
+      if (t.scalar_type() != inputs.front().scalar_type())
+        refuse("alltoall", "output tensors must have the inputs' dtype");
+    }
+    const DataType type = device_view(inputs.front(), "alltoall").type;
+    std::vector<at::Tensor> ins = inputs;
+    std::vector<at::Tensor> outs = outputs;
+    return enqueue_device(c10d::OpType::ALLTOALL, outputs, used,
+                          [ins, outs, send, recv, type](DeviceCollectives& d) mutable {
+                            int64_t total = 0;
+                            for (const auto& t : outs) total += as_core(t).numel();
+                            int64_t sent = 0;
+                            for (const auto& t : ins) sent += as_core(t).numel();
+                            if (total == 0 && sent == 0) return;
+                            const at::Tensor flat_in = sent ? device_flat(ins) : at::Tensor();
+                            const void* from = sent ? flat_in.data_ptr() : nothing();
+                            if (void* base = back_to_back(outs); base && total > 0) {
+                              d.alltoallv(from, send, base, recv, type);
+                              return;
+                            }
+                            at::Tensor flat_out = at::empty({total}, as_core(outs.front()).options());
+                            d.alltoallv(from, send, total ? flat_out.data_ptr() : nothing(), recv, type);
+                            int64_t offset = 0;
+                            for (auto& t : outs) {
+                              at::Tensor core = as_core(t);
+                              core.copy_(flat_out.narrow(0, offset, core.numel()));
+                              offset += core.numel();
+                            }
+                          });
+  }
   check_list(inputs, "alltoall");
   for (const auto& t : outputs) {
     core_view(t, "alltoall");
@@ -694,12 +795,18 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::alltoall(std::vector<at::Tens
 c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::allgather_into_tensor_coalesced(
     std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
     const c10d::AllgatherOptions&) {
-  host_only("allgather_into_tensor_coalesced", inputs, outputs);
   const char* op = "allgather_into_tensor_coalesced";
   if (inputs.empty() || inputs.size() != outputs.size())
     refuse(op, "takes as many output tensors as input tensors, at least one");
-  check_list(inputs, op);
-  check_list(outputs, op);
+  std::vector<at::Tensor> used = inputs;
+  used.insert(used.end(), outputs.begin(), outputs.end());
+  const bool device = on_device(used, op);
+  if (device) {
+    for (const auto& t : used) device_view(t, op);
+  } else {
+    check_list(inputs, op);
+    check_list(outputs, op);
+  }
   for (std::size_t i = 0; i < inputs.size(); ++i)
     if (outputs[i].scalar_type() != inputs[i].scalar_type() ||
         outputs[i].numel() != inputs[i].numel() * size_)
@@ -708,6 +815,29 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::allgather_into_tensor_coalesc
                      "'s elements, of its dtype");
   std::vector<at::Tensor> ins = inputs;
   std::vector<at::Tensor> outs = outputs;
+  if (device) {
+    const int size = size_;
+    return enqueue_device(c10d::OpType::COALESCED, outputs, used,
+                          [ins, outs, size](DeviceCollectives& d) mutable {
+                            // As the host form below: one allgather of the packed inputs
+                            // (as bytes: any dtype, mixed ones too), each output its slices.
+                            std::vector<at::Tensor> bytes;
+                            for (const auto& t : ins) bytes.push_back(as_bytes(t));
+                            const at::Tensor flat = device_flat(bytes);
+                            const int64_t n = flat.numel();
+                            if (n == 0) return;
+                            at::Tensor all = at::empty({size, n}, flat.options());
+                            d.allgatherv(flat.data_ptr(), all.data_ptr(),
+                                         equal_counts(size, static_cast<std::size_t>(n)),
+                                         DataType::uint8);
+                            int64_t offset = 0;
+                            for (std::size_t i = 0; i < outs.size(); ++i) {
+                              const int64_t k = bytes[i].numel();
+                              as_bytes(outs[i]).view({size, k}).copy_(all.narrow(1, offset, k));
+                              offset += k;
+                            }
+                          });
+  }
   return enqueue(queue_, c10d::OpType::COALESCED, outputs, [this, ins, outs]() mutable {
     // One allgather of the packed inputs; rank r's piece of every input lies at r's block of
     // the result, from which each output takes its slices.
@@ -728,21 +858,60 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::allgather_into_tensor_coalesc
 c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::reduce_scatter_tensor_coalesced(
     std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
     const c10d::ReduceScatterOptions& opts) {
-  host_only("reduce_scatter_tensor_coalesced", inputs, outputs);
   const char* op = "reduce_scatter_tensor_coalesced";
   if (inputs.empty() || inputs.size() != outputs.size())
     refuse(op, "takes as many output tensors as input tensors, at least one");
-  check_list(inputs, op);
-  check_list(outputs, op);
+  std::vector<at::Tensor> used = inputs;
+  used.insert(used.end(), outputs.begin(), outputs.end());
+  const bool device = on_device(used, op);
+  if (device) {
+    for (const auto& t : used) {
+      device_view(t, op);
+      if (t.scalar_type() != inputs.front().scalar_type())
+        refuse(op, "all tensors of one call must have one dtype");
+    }
+  } else {
+    check_list(inputs, op);
+    check_list(outputs, op);
+  }
   for (std::size_t i = 0; i < inputs.size(); ++i)
     if (outputs[i].scalar_type() != inputs[i].scalar_type() ||
         inputs[i].numel() != outputs[i].numel() * size_)
       refuse(op, "input " + std::to_string(i) + " must hold world size (" +
                      std::to_string(size_) + ") times output " + std::to_string(i) +
                      "'s elements, of its dtype");
-  const Reduction r = reduction_for(opts.reduceOp, outputs.front(), op);
   std::vector<at::Tensor> ins = inputs;
   std::vector<at::Tensor> outs = outputs;
+  if (device) {
+    const ReduceOp reduce = device_reduction(opts.reduceOp, outputs.front(), op);
+    const int size = size_;
+    return enqueue_device(c10d::OpType::COALESCED, outputs, used,
+                          [ins, outs, reduce, size](DeviceCollectives& d) mutable {
+                            // Rank-major packing as the host form below.
+                            int64_t per_rank = 0;
+                            for (const auto& t : outs) per_rank += as_core(t).numel();
+                            if (per_rank == 0) return;
+                            const at::Tensor first = as_core(ins.front());
+                            at::Tensor packed = at::empty({size, per_rank}, first.options());
+                            int64_t offset = 0;
+                            for (std::size_t i = 0; i < ins.size(); ++i) {
+                              const int64_t n = as_core(outs[i]).numel();
+                              packed.narrow(1, offset, n).copy_(as_core(ins[i]).view({size, n}));
+                              offset += n;
+                            }
+                            at::Tensor mine = at::empty({per_rank}, first.options());
+                            const CoreView v = device_view(ins.front(), "reduce_scatter_tensor_coalesced");
+                            d.reduce_scatter(packed.data_ptr(), mine.data_ptr(),
+                                             static_cast<std::size_t>(per_rank), v.type, reduce);
+                            offset = 0;
+                            for (auto& t : outs) {
+                              at::Tensor core = as_core(t);
+                              core.copy_(mine.narrow(0, offset, core.numel()));
+                              offset += core.numel();
+                            }
+                          });
+  }
+  const Reduction r = reduction_for(opts.reduceOp, outputs.front(), op);
   return enqueue(queue_, c10d::OpType::COALESCED, outputs, [this, ins, outs, r]() mutable {
     // Rank-major packing: rank r's block holds r's chunk of every input, so one
     // reduce-scatter gives each rank its chunk of every input, back to back.

@@ -161,6 +161,36 @@ void GpuCollectives::allreduce(void* buffer, std::size_t count, DataType type, R
   if (op == ReduceOp::average && s.cpu.size() > 1) divide(type, buffer, count, s.cpu.size(), stream);
 }
 
+void GpuCollectives::reduce_scatter(const void* in, void* out, std::size_t count, DataType type,
+                                    ReduceOp op, cudaStream_t stream) {
+  State& s = *state_;
+  if (count == 0) return;
+  s.check(cudaSetDevice(s.options.device), "cudaSetDevice");
+  const std::size_t bytes = count * element_size(type);
+  if (s.options.algorithm == GpuAlgorithm::flat) {
+    const ReduceOp reduce = op == ReduceOp::average ? ReduceOp::sum : op;
+    s.nccl->reduce_scatter(in, out, count, type, reduce, stream);
+    if (op == ReduceOp::average && s.cpu.size() > 1) divide(type, out, count, s.cpu.size(), stream);
+    return;
+  }
+  // Stream-ordered scratch: freed on `stream` after the copy out, no device-wide sync.
+  const std::size_t all = bytes * static_cast<std::size_t>(s.cpu.size());
+  void* scratch = nullptr;
+  s.check(cudaMallocAsync(&scratch, all, stream), "cudaMallocAsync");
+  s.check(cudaMemcpyAsync(scratch, in, all, cudaMemcpyDeviceToDevice, stream), "cudaMemcpyAsync");
+  try {
+    allreduce(scratch, count * static_cast<std::size_t>(s.cpu.size()), type, op, stream);
+  } catch (...) {
+    cudaFreeAsync(scratch, stream);
+    throw;
+  }
+  s.check(cudaMemcpyAsync(out, static_cast<const std::byte*>(scratch) +
+                                   static_cast<std::size_t>(s.cpu.rank()) * bytes,
+                          bytes, cudaMemcpyDeviceToDevice, stream),
+          "cudaMemcpyAsync");
+  s.check(cudaFreeAsync(scratch, stream), "cudaFreeAsync");
+}
+
 void GpuCollectives::broadcast(void* buffer, std::size_t count, DataType type, int root,
                                cudaStream_t stream) {
   State& s = *state_;
@@ -207,6 +237,39 @@ void GpuCollectives::allgatherv(const void* in, void* out, std::span<const std::
     });
     s.nccl->synchronize();  // the copy back is on the NCCL stream, not on `stream`
   }
+}
+
+void GpuCollectives::alltoallv(const void* in, std::span<const std::size_t> send_counts,
+                               void* out, std::span<const std::size_t> recv_counts,
+                               DataType type, cudaStream_t stream) {
+  State& s = *state_;
+  s.check(cudaSetDevice(s.options.device), "cudaSetDevice");
+  if (send_counts.size() != static_cast<std::size_t>(s.cpu.size()) ||
+      recv_counts.size() != static_cast<std::size_t>(s.cpu.size()))
+    throw CollectiveError(ErrorKind::invalid_argument,
+                          "riseml gpu: alltoallv needs one send and one receive count per rank "
+                          "on " + s.where());
+  if (s.options.algorithm == GpuAlgorithm::flat) {
+    s.nccl->alltoallv(in, send_counts, out, recv_counts, type, stream);
+    return;
+  }
+  const std::size_t esize = element_size(type);
+  std::size_t sent = 0, received = 0;
+  for (std::size_t c : send_counts) sent += c;
+  for (std::size_t c : recv_counts) received += c;
+  // Both directions through one staging buffer: the inputs, then the results.
+  s.check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  std::byte* host = s.staging(std::max<std::size_t>((sent + received) * esize, 1));
+  if (sent)
+    s.check(cudaMemcpyAsync(host, in, sent * esize, cudaMemcpyDeviceToHost, s.nccl->stream()),
+            "cudaMemcpyAsync (to host)");
+  s.nccl->synchronize();
+  s.cpu.alltoallv(host, send_counts, host + sent * esize, recv_counts, type);
+  if (received)
+    s.check(cudaMemcpyAsync(out, host + sent * esize, received * esize, cudaMemcpyHostToDevice,
+                            s.nccl->stream()),
+            "cudaMemcpyAsync (to device)");
+  s.nccl->synchronize();  // the copy back is on the NCCL stream, not on `stream`
 }
 
 bool GpuCollectives::healthy(std::string* why) const { return state_->nccl->healthy(why); }

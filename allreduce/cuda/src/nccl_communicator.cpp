@@ -351,6 +351,39 @@ void NcclCommunicator::allgatherv(const void* in, void* out, std::span<const std
   s.end(caller);
 }
 
+void NcclCommunicator::alltoallv(const void* in, std::span<const std::size_t> send_counts,
+                                 void* out, std::span<const std::size_t> recv_counts,
+                                 DataType type, cudaStream_t caller) {
+  State& s = *state_;
+  if (send_counts.size() != static_cast<std::size_t>(s.size) ||
+      recv_counts.size() != static_cast<std::size_t>(s.size))
+    throw CollectiveError(ErrorKind::invalid_argument,
+                          "riseml nccl: alltoallv needs one send and one receive count per rank "
+                          "on " + s.where());
+  const std::size_t esize = element_size(type);
+  s.begin(caller);
+  s.enqueue(ncclGroupStart(), "ncclGroupStart");
+  s.in_group = true;
+  std::size_t sent = 0, received = 0;
+  for (int r = 0; r < s.size; ++r) {
+    const std::size_t ns = send_counts[static_cast<std::size_t>(r)];
+    const std::size_t nr = recv_counts[static_cast<std::size_t>(r)];
+    if (ns)
+      s.enqueue(ncclSend(static_cast<const std::byte*>(in) + sent * esize, ns, to_nccl(type), r,
+                         s.comm, s.on(caller)),
+                "ncclSend");
+    if (nr)
+      s.enqueue(ncclRecv(static_cast<std::byte*>(out) + received * esize, nr, to_nccl(type), r,
+                         s.comm, s.on(caller)),
+                "ncclRecv");
+    sent += ns;
+    received += nr;
+  }
+  s.in_group = false;
+  s.enqueue(ncclGroupEnd(), "ncclGroupEnd");
+  s.end(caller);
+}
+
 void NcclCommunicator::synchronize() {
   State& s = *state_;
   if (s.failed)

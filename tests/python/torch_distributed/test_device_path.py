@@ -8,7 +8,8 @@ set up lazily at the first device op in the group's op order, the packing of coa
 list forms, the Work and its future, with the CPU communicator standing in for NCCL and no
 streams. Checked here: results of allreduce (every reduce op and dtype the GPU collectives
 take), broadcast, all_gather (list, chunks of one tensor), all_gather_into_tensor,
-all_reduce_coalesced, async futures, device ops interleaved with CPU-path ops (barrier), a
+all_reduce_coalesced, reduce_scatter_tensor, reduce_scatter (equal and unequal blocks), their
+coalesced forms, all_to_all_single (equal and given splits) and all_to_all, async futures, device ops interleaved with CPU-path ops (barrier), a
 DDP training step against the same step computed locally, and the refusals: the ops and
 dtypes the GPU collectives lack fail that call, naming the op and the fix
 ("cpu:riseml,cuda:nccl"). What needs a GPU (events, our stream, recordStream, NCCL) is
@@ -142,6 +143,9 @@ def main():
             check(torch.equal(flat, expected(R.MAX, torch.float32, 10, size)),
                   "all_reduce_coalesced on views of one tensor")
 
+    reduce_scatters(rank, size)
+    all_to_alls(rank, size)
+
     # async, futures, interleaved with a CPU-path op
     works, tensors = [], []
     for i in range(6):
@@ -166,13 +170,6 @@ def main():
     refused(lambda: dist.all_reduce(torch.ones(3, dtype=torch.bool)), "allreduce", "bool")
     refused(lambda: dist.all_reduce(torch.ones(3, dtype=torch.int32), op=R.BAND),
             "allreduce", "BAND")
-    scatter_tensor = getattr(dist, "reduce_scatter_tensor", None) or dist._reduce_scatter_base
-    refused(lambda: scatter_tensor(torch.zeros(2), torch.ones(2 * size)),
-            "_reduce_scatter_base", "reduce_scatter_tensor")
-    refused(lambda: dist.reduce_scatter(torch.zeros(2), [torch.ones(2)] * size),
-            "reduce_scatter", "reduce_scatter")
-    refused(lambda: dist.all_to_all_single(torch.zeros(size), torch.ones(size)),
-            "alltoall_base", "all_to_all_single")
     refused(lambda: dist.reduce(torch.ones(2), dst=0), "reduce", "reduce")
     refused(lambda: dist.gather(torch.ones(2), [torch.zeros(2)] * size if rank == 0 else None,
                                 dst=0), "gather", "gather")
@@ -194,6 +191,97 @@ def main():
               flush=True)
         sys.exit(1)
     print("rank %d: device path (host stand-in) ok" % rank, flush=True)
+
+
+def reduce_scatters(rank, size):
+    """reduce_scatter_tensor (FSDP's gradient step), the list form with equal and with unequal
+    blocks (padded to one reduce-scatter), and the coalesced forms of both directions (FSDP2's
+    foreach path), each against the sum computed here from every rank's data."""
+    scatter_tensor = getattr(dist, "reduce_scatter_tensor", None) or dist._reduce_scatter_base
+    for dtype in [torch.float32, torch.float64, torch.bfloat16, torch.int32, torch.complex64]:
+        ops = [R.SUM] if dtype.is_complex else [R.SUM, R.MIN, R.MAX, R.PRODUCT]
+        if dtype.is_floating_point or dtype.is_complex:
+            ops.append(R.AVG)
+        for op in ops:
+            n = 5
+            whole = value(rank, size * n, dtype)
+            out = torch.zeros(n, dtype=dtype)
+            scatter_tensor(out, whole, op=op)
+            want = expected(op, dtype, size * n, size).to(dtype)[rank * n:(rank + 1) * n]
+            tol = 1e-2 if dtype == torch.bfloat16 else 1e-6
+            check(torch.allclose(out.to(torch.complex128) if dtype.is_complex else out.double(),
+                                 want.to(torch.complex128) if dtype.is_complex else want.double(),
+                                 rtol=tol),
+                  "reduce_scatter_tensor %s %s: %s != %s" % (op, dtype, out, want))
+    # a 2-D input: rank r's rows
+    rows = torch.arange(size * 6, dtype=torch.float32).view(size * 2, 3) + rank
+    mine = torch.zeros(2, 3)
+    scatter_tensor(mine, rows)
+    total = sum(torch.arange(size * 6, dtype=torch.float32).view(size * 2, 3) + r
+                for r in range(size))
+    check(torch.equal(mine, total[rank * 2:(rank + 1) * 2]), "reduce_scatter_tensor of rows")
+    # list form: equal blocks, then unequal ones (rank r's block has r + 1 elements)
+    for sizes in ([4] * size, [r + 1 for r in range(size)]):
+        parts = [value(rank, k, torch.float32) + 10 * i for i, k in enumerate(sizes)]
+        out = torch.zeros(sizes[rank])
+        dist.reduce_scatter(out, parts)
+        want = sum(value(r, sizes[rank], torch.float32) + 10 * rank for r in range(size))
+        check(torch.equal(out, want), "reduce_scatter (list, blocks %s): %s != %s"
+              % (sizes, out, want))
+        out = torch.zeros(sizes[rank])
+        dist.reduce_scatter(out, parts, op=R.MAX)
+        want = torch.stack([value(r, sizes[rank], torch.float32) + 10 * rank
+                            for r in range(size)]).max(0).values
+        check(torch.equal(out, want), "reduce_scatter MAX (list, blocks %s)" % (sizes,))
+    # coalesced: several tensors in one call each way, as FSDP2 issues them
+    if hasattr(dist, "_coalescing_manager") and hasattr(dist, "reduce_scatter_tensor"):
+        ins = [value(rank, size * k, torch.float32) * (i + 1) for i, k in enumerate((3, 1, 4))]
+        outs = [torch.zeros(k) for k in (3, 1, 4)]
+        with dist._coalescing_manager(async_ops=True) as cm:
+            for o, x in zip(outs, ins):
+                dist.reduce_scatter_tensor(o, x)
+        cm.wait()
+        for i, (k, o) in enumerate(zip((3, 1, 4), outs)):
+            want = expected(R.SUM, torch.float32, size * k, size)[rank * k:(rank + 1) * k] * (i + 1)
+            check(torch.allclose(o, want), "reduce_scatter_tensor coalesced, tensor %d" % i)
+        srcs = [torch.full((k,), float(rank * 10 + i)) for i, k in enumerate((2, 5))]
+        dsts = [torch.zeros(size * k) for k in (2, 5)]
+        with dist._coalescing_manager(async_ops=True) as cm:
+            for d, x in zip(dsts, srcs):
+                dist.all_gather_into_tensor(d, x)
+        cm.wait()
+        for i, (k, d) in enumerate(zip((2, 5), dsts)):
+            want = torch.cat([torch.full((k,), float(r * 10 + i)) for r in range(size)])
+            check(torch.equal(d, want), "all_gather_into_tensor coalesced, tensor %d" % i)
+
+
+def all_to_alls(rank, size):
+    """all_to_all_single with the equal split and with split sizes (rank r sends r + 1 + j rows
+    to rank j: every pair a different count, empty ones when the sizes say so), of rows of 3;
+    all_to_all of a list (separate tensors: packed, unpacked) and of chunks of one tensor."""
+    def block(src, dst, rows):  # what rank src sends rank dst
+        return torch.arange(rows * 3, dtype=torch.float32).view(rows, 3) + 100 * src + dst
+    x = torch.cat([block(rank, j, 2) for j in range(size)])
+    out = torch.zeros(size * 2, 3)
+    dist.all_to_all_single(out, x)
+    check(torch.equal(out, torch.cat([block(r, rank, 2) for r in range(size)])),
+          "all_to_all_single, equal split")
+    send = [(rank + j) % 3 for j in range(size)]  # 0 rows sometimes
+    recv = [(r + rank) % 3 for r in range(size)]
+    x = torch.cat([block(rank, j, send[j]) for j in range(size)])
+    out = torch.full((sum(recv), 3), -1.0)
+    dist.all_to_all_single(out, x, output_split_sizes=recv, input_split_sizes=send)
+    check(torch.equal(out, torch.cat([block(r, rank, recv[r]) for r in range(size)])),
+          "all_to_all_single with split sizes %s / %s" % (send, recv))
+    ins = [block(rank, j, j + 1) for j in range(size)]
+    outs = [torch.zeros(rank + 1, 3) for _ in range(size)]
+    dist.all_to_all(outs, ins)
+    for r in range(size):
+        check(torch.equal(outs[r], block(r, rank, rank + 1)), "all_to_all (list), from %d" % r)
+    whole = torch.zeros(size * 2, 3)
+    dist.all_to_all(list(whole.chunk(size)), [block(rank, j, 2) for j in range(size)])
+    check(torch.equal(whole, torch.cat([block(r, rank, 2) for r in range(size)])),
+          "all_to_all into chunks of one tensor")
 
 
 def ddp_step(rank, size):

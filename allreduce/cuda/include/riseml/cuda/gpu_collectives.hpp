@@ -54,9 +54,21 @@ class GpuCollectives {
   // (integers: truncating), as the CPU communicator.
   void allreduce(void* buffer, std::size_t count, DataType type, ReduceOp op, cudaStream_t stream);
   void broadcast(void* buffer, std::size_t count, DataType type, int root, cudaStream_t stream);
+  // Reduces size() * count elements of `in` over all ranks; rank r receives block r in `out`
+  // (count elements; not overlapping `in`). Average as allreduce's. Hierarchical: an allreduce
+  // of a device copy of `in`, then this rank's block (NCCL inside the host cannot reduce-scatter
+  // across hosts by itself).
+  void reduce_scatter(const void* in, void* out, std::size_t count, DataType type, ReduceOp op,
+                      cudaStream_t stream);
   // out = in of rank 0 (counts[0] elements), in of rank 1, ...
   void allgatherv(const void* in, void* out, std::span<const std::size_t> counts, DataType type,
                   cudaStream_t stream);
+
+  // `in` holds send_counts[r] elements for rank r, in rank order; `out` receives recv_counts[r]
+  // from rank r (not overlapping `in`). Flat: NCCL sends and receives; hierarchical: through
+  // host memory and the CPU communicator (NCCL may not reach across hosts).
+  void alltoallv(const void* in, std::span<const std::size_t> send_counts, void* out,
+                 std::span<const std::size_t> recv_counts, DataType type, cudaStream_t stream);
 
   // NcclCommunicator::healthy / abort of this rank's communicator.
   bool healthy(std::string* why) const;

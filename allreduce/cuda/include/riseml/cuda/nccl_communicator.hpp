@@ -81,6 +81,12 @@ class NcclCommunicator {
   void allgatherv(const void* in, void* out, std::span<const std::size_t> counts, DataType type,
                   cudaStream_t caller);
 
+  // All-to-all: `in` holds send_counts[r] elements for each rank r, in rank order; `out`
+  // receives recv_counts[r] elements from each rank r, in rank order (one NCCL group of sends
+  // and receives; recv_counts[r] here must equal send_counts[this rank] on rank r).
+  void alltoallv(const void* in, std::span<const std::size_t> send_counts, void* out,
+                 std::span<const std::size_t> recv_counts, DataType type, cudaStream_t caller);
+
   // Waits until everything enqueued so far has completed, at most the timeout; on a timeout or
   // an NCCL error aborts the communicator and throws.
   void synchronize();
