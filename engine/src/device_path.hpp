@@ -14,12 +14,14 @@
 #include <riseml/cuda/gpu_options.hpp>
 #include <riseml/datatype.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace riseml::engine {
 
@@ -63,12 +65,25 @@ class DevicePath {
   // place on its output), prescaled, reduced, postscaled and unpacked, all enqueued.
   virtual void allreduce(std::span<const DeviceTensor> tensors, DataType type, ReduceOp op,
                          double prescale, double postscale) = 0;
+  // One fused reducescatter: tensor i's input holds blocks[i][r] elements for each rank r, in
+  // rank order; its output gets this rank's (`rank`) blocks[i][rank], reduced over the ranks.
+  // Packed rank-major (rank r's blocks of every tensor together, each rank's share padded to
+  // the largest), prescaled, one reduce-scatter, postscaled, unpacked, all enqueued. Every rank
+  // has every tensor (no rank has joined: the engine refuses a reducescatter then).
+  virtual void reducescatter(std::span<const DeviceTensor> tensors,
+                             std::span<const std::vector<std::size_t>> blocks, int rank,
+                             DataType type, ReduceOp op, double prescale, double postscale) = 0;
   // In place on t.output (t.input copied there first); a joined rank passes no buffers.
   virtual void broadcast(const DeviceTensor& t, DataType type, int root) = 0;
   // counts[r] elements from rank r; the result in a device buffer of the sum of counts.
   virtual std::shared_ptr<void> allgatherv(const DeviceTensor& t,
                                            std::span<const std::size_t> counts,
                                            DataType type) = 0;
+
+  // send[r] elements of t.input to rank r, recv[r] from rank r; the result (in rank order) in a
+  // device buffer of the sum of recv, as allgatherv's.
+  virtual std::shared_ptr<void> alltoallv(const DeviceTensor& t, std::span<const std::size_t> send,
+                                          std::span<const std::size_t> recv, DataType type) = 0;
 
   // The point after everything enqueued so far (null: all of it is complete already).
   virtual std::shared_ptr<DeviceEvent> done_marker() = 0;
@@ -81,12 +96,37 @@ class DevicePath {
   // The engine stopped after a failure: the work in flight fails with `why` (NCCL is aborted,
   // its results are garbage), instead of waiting out the timeout at teardown.
   virtual void abandon(const CollectiveError& why) = 0;
-  // How to copy `bytes` of a result of this path (allgatherv) to `dst` on `stream`, ordered
-  // after `after`, complete when it returns (the source may be freed then). Usable after the
-  // path is gone (a handle may outlive the engine).
-  using ResultCopier = void (*)(void* dst, const void* src, std::size_t bytes, void* stream,
-                                const DeviceEvent* after);
+  // How to copy `bytes` of a result of this path (allgatherv, alltoallv) to `dst` on `stream`, ordered
+  // after `after`. Returns once the copy is enqueued: the result's memory is released only
+  // after it (the result's owner keeps track). Usable after the path is gone (a handle may
+  // outlive the engine).
+  using ResultCopier = void (*)(void* dst, const std::shared_ptr<void>& src, std::size_t bytes,
+                                void* stream, const DeviceEvent* after);
   virtual ResultCopier result_copier() const = 0;
+};
+
+// Where reducescatter's packed buffer puts things: rank r's share starts at r * share elements;
+// tensor i's block for rank r lies at offset[i][r] within it (and, unpacked, at offset[i][rank]
+// of the received share). `padded`: some share is shorter than `share`.
+struct ScatterLayout {
+  std::size_t share = 0;
+  bool padded = false;
+  std::vector<std::vector<std::size_t>> offset;
+  static ScatterLayout of(std::span<const std::vector<std::size_t>> blocks) {
+    ScatterLayout l;
+    const std::size_t ranks = blocks.empty() ? 0 : blocks.front().size();
+    std::vector<std::size_t> used(ranks, 0);
+    for (const auto& b : blocks) {
+      l.offset.emplace_back(ranks);
+      for (std::size_t r = 0; r < ranks; ++r) {
+        l.offset.back()[r] = used[r];
+        used[r] += b[r];
+      }
+    }
+    for (std::size_t u : used) l.share = std::max(l.share, u);
+    for (std::size_t u : used) l.padded = l.padded || u != l.share;
+    return l;
+  }
 };
 
 // The stand-in of device_path_host.cpp (in every build).

@@ -144,15 +144,114 @@ std::shared_ptr<void> device_alloc(std::size_t bytes, int device) {
   });
 }
 
-// A device result to `dst` on the caller's stream, after the work that made it.
-void copy_device_result(void* dst, const void* src, std::size_t bytes, void* stream,
-                        const DeviceEvent* after) {
+// A stream of its own per device for freeing results, alive for the process (a result may be
+// freed after every engine is gone).
+cudaStream_t free_stream(int device) {
+  static std::mutex mutex;
+  static auto* streams = new std::map<int, cudaStream_t>();  // never freed
+  std::lock_guard lock(mutex);
+  cudaStream_t& s = (*streams)[device];
+  if (!s) {
+    DeviceScope scope(device);
+    check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate", device);
+  }
+  return s;
+}
+
+bool pools_supported(int device) {
+  int on = 0;
+  if (cudaDeviceGetAttribute(&on, cudaDevAttrMemoryPoolsSupported, device) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return on != 0;
+}
+
+// The deleter of an allgather's result (device memory the handle owns): it knows the points
+// after which nothing reads the memory any more (the allgather that writes it, each copy out of
+// it), and frees it ordered after them: cudaFreeAsync on free_stream(), no CPU wait and no
+// device-wide synchronisation of cudaFree. Without stream-ordered memory (pools unsupported):
+// cudaMalloc, and the free waits for those points.
+class ResultFree {
+ public:
+  ResultFree(int device, bool pooled) : state_(std::make_shared<State>()) {
+    state_->device = device;
+    state_->pooled = pooled;
+  }
+  int device() const { return state_->device; }
+  // Work queued on a stream before `event` may still read the memory.
+  void add_reader(std::shared_ptr<CUevent_st> event) const {
+    std::lock_guard lock(state_->mutex);
+    state_->readers.push_back(std::move(event));
+  }
+  void operator()(void* p) const {
+    if (!p) return;
+    State& s = *state_;
+    int previous = 0;
+    cudaGetDevice(&previous);
+    cudaSetDevice(s.device);
+    std::lock_guard lock(s.mutex);
+    cudaStream_t stream = nullptr;
+    if (s.pooled) {
+      try {
+        stream = free_stream(s.device);
+      } catch (const CollectiveError&) {  // no stream to free on: wait, then free
+      }
+    }
+    if (stream) {
+      for (const auto& e : s.readers) cudaStreamWaitEvent(stream, e.get(), 0);
+      cudaFreeAsync(p, stream);
+    } else {
+      for (const auto& e : s.readers) cudaEventSynchronize(e.get());
+      if (s.pooled)
+        cudaFreeAsync(p, nullptr);  // after the legacy stream's work; memory from a pool
+      else
+        cudaFree(p);
+    }
+    cudaGetLastError();  // at exit the context may be gone: nothing to report to
+    s.readers.clear();
+    cudaSetDevice(previous);
+  }
+
+ private:
+  struct State {
+    int device = 0;
+    bool pooled = false;
+    std::mutex mutex;
+    std::vector<std::shared_ptr<CUevent_st>> readers;
+  };
+  std::shared_ptr<State> state_;
+};
+
+// `bytes` of stream-ordered device memory, usable by the work queued on `stream` from now on.
+std::shared_ptr<void> result_alloc(std::size_t bytes, int device, cudaStream_t stream) {
+  const bool pooled = pools_supported(device);
+  void* p = nullptr;
+  if (bytes) {
+    if (pooled)
+      check(cudaMallocAsync(&p, bytes, stream), "cudaMallocAsync", device);
+    else
+      check(cudaMalloc(&p, bytes), "cudaMalloc", device);
+  }
+  return std::shared_ptr<void>(p, ResultFree(device, pooled));
+}
+
+// A device result to `dst` on the caller's stream, after the work that made it; returns once
+// enqueued (the result's memory is freed after this copy, see ResultFree).
+void copy_device_result(void* dst, const std::shared_ptr<void>& src, std::size_t bytes,
+                        void* stream, const DeviceEvent* after) {
   if (bytes == 0) return;
   auto s = static_cast<cudaStream_t>(stream);
   if (after) after->order_stream_after(stream);
-  check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s), "cudaMemcpyAsync", -1);
-  // Complete before the source (the handle's buffer) may be freed.
-  check(cudaStreamSynchronize(s), "cudaStreamSynchronize", -1);
+  check(cudaMemcpyAsync(dst, src.get(), bytes, cudaMemcpyDefault, s), "cudaMemcpyAsync", -1);
+  const ResultFree* owner = std::get_deleter<ResultFree>(src);
+  if (!owner) {  // not ours: complete before the source may be freed
+    check(cudaStreamSynchronize(s), "cudaStreamSynchronize", -1);
+    return;
+  }
+  auto copied = EventPool::of(owner->device(), kMarkerFlags).take();
+  check(cudaEventRecord(copied.get(), s), "cudaEventRecord", owner->device());
+  owner->add_reader(std::move(copied));
 }
 
 class CudaDevicePath final : public DevicePath {
@@ -216,6 +315,49 @@ class CudaDevicePath final : public DevicePath {
       }, buffer);
   }
 
+  void reducescatter(std::span<const DeviceTensor> tensors,
+                     std::span<const std::vector<std::size_t>> blocks, int rank, DataType type,
+                     ReduceOp op, double prescale, double postscale) override {
+    DeviceScope scope(device_);  // any thread that runs a cycle calls; its device is kept
+    const ScatterLayout layout = ScatterLayout::of(blocks);
+    if (layout.share == 0) return;
+    const std::size_t esize = element_size(type);
+    const std::size_t ranks = blocks.front().size();
+    wait_ready(tensors);
+    auto* send = static_cast<std::byte*>(fusion((ranks + 1) * layout.share * esize));
+    std::byte* recv = send + ranks * layout.share * esize;
+    if (layout.padded)  // the padding takes part in the reduction: zeros, never NaN
+      check(cudaMemsetAsync(send, 0, ranks * layout.share * esize, work_), "cudaMemsetAsync", device_);
+    // One batched pack per rank's share: its block of every tensor, end to end.
+    for (std::size_t r = 0; r < ranks; ++r) {
+      inputs_.clear();
+      bytes_.clear();
+      for (std::size_t i = 0; i < tensors.size(); ++i) {
+        if (!blocks[i][r]) continue;
+        std::size_t before = 0;
+        for (std::size_t q = 0; q < r; ++q) before += blocks[i][q];
+        inputs_.push_back(static_cast<const std::byte*>(tensors[i].input) + before * esize);
+        bytes_.push_back(blocks[i][r] * esize);
+      }
+      if (!inputs_.empty())
+        cuda::pack(send + r * layout.share * esize, inputs_.data(), bytes_.data(), inputs_.size(), work_);
+    }
+    if (prescale != 1.0)
+      cuda::scale(type, send, ranks * layout.share, device_scale_factor(type, prescale), work_);
+    gpu_->reduce_scatter(send, recv, layout.share, type, op, work_);
+    const auto me = static_cast<std::size_t>(rank);
+    if (postscale != 1.0)
+      cuda::scale(type, recv, layout.share, device_scale_factor(type, postscale), work_);
+    outputs_.clear();
+    bytes_.clear();
+    for (std::size_t i = 0; i < tensors.size(); ++i) {
+      if (!blocks[i][me]) continue;
+      outputs_.push_back(tensors[i].output);
+      bytes_.push_back(blocks[i][me] * esize);
+    }
+    if (!outputs_.empty()) cuda::unpack(recv, outputs_.data(), bytes_.data(), outputs_.size(), work_);
+  }
+
   void broadcast(const DeviceTensor& t, DataType type, int root) override {
     DeviceScope scope(device_);  // any thread that runs a cycle calls; its device is kept
     const std::size_t bytes = t.count * element_size(type);
@@ -237,10 +379,30 @@ class CudaDevicePath final : public DevicePath {
     DeviceScope scope(device_);  // any thread that runs a cycle calls; its device is kept
     std::size_t total = 0;
     for (std::size_t c : counts) total += c;
-    auto out = device_alloc(total * element_size(type), device_);
+    auto out = result_alloc(total * element_size(type), device_, work_);
     if (total == 0) return out;
     if (t.input) wait_ready(std::span(&t, 1));
     gpu_->allgatherv(t.input, out.get(), counts, type, work_);
+    // Freed only after the allgather that writes it (a result nobody copies out).
+    auto written = EventPool::of(device_, kMarkerFlags).take();
+    check(cudaEventRecord(written.get(), work_), "cudaEventRecord", device_);
+    std::get_deleter<ResultFree>(out)->add_reader(std::move(written));
+    return out;
+  }
+
+  std::shared_ptr<void> alltoallv(const DeviceTensor& t, std::span<const std::size_t> send,
+                                  std::span<const std::size_t> recv, DataType type) override {
+    DeviceScope scope(device_);  // any thread that runs a cycle calls; its device is kept
+    std::size_t received = 0, sent = 0;
+    for (std::size_t c : recv) received += c;
+    for (std::size_t c : send) sent += c;
+    auto out = result_alloc(received * element_size(type), device_, work_);
+    if (received == 0 && sent == 0) return out;
+    if (t.input) wait_ready(std::span(&t, 1));
+    gpu_->alltoallv(t.input, send, out.get(), recv, type, work_);
+    auto written = EventPool::of(device_, kMarkerFlags).take();
+    check(cudaEventRecord(written.get(), work_), "cudaEventRecord", device_);
+    std::get_deleter<ResultFree>(out)->add_reader(std::move(written));
     return out;
   }
 

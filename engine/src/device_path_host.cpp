@@ -6,6 +6,7 @@
 #include "device_path.hpp"
 #include "scaling.hpp"
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -24,8 +25,9 @@ class PassedEvent final : public DeviceEvent {
   void order_stream_after(void*) const override {}
 };
 
-void copy_host_result(void* dst, const void* src, std::size_t bytes, void*, const DeviceEvent*) {
-  if (bytes) std::memcpy(dst, src, bytes);
+void copy_host_result(void* dst, const std::shared_ptr<void>& src, std::size_t bytes, void*,
+                      const DeviceEvent*) {
+  if (bytes) std::memcpy(dst, src.get(), bytes);
 }
 
 class HostStandinPath final : public DevicePath {
@@ -62,6 +64,33 @@ class HostStandinPath final : public DevicePath {
     }
   }
 
+  void reducescatter(std::span<const DeviceTensor> tensors,
+                     std::span<const std::vector<std::size_t>> blocks, int rank, DataType type,
+                     ReduceOp op, double prescale, double postscale) override {
+    const ScatterLayout layout = ScatterLayout::of(blocks);
+    if (layout.share == 0) return;
+    const std::size_t esize = element_size(type);
+    const std::size_t ranks = blocks.front().size();
+    fusion_.assign((ranks + 1) * layout.share * esize, std::byte{0});  // padding: zeros
+    std::byte* send = fusion_.data();
+    std::byte* recv = send + ranks * layout.share * esize;
+    const double pre = device_scale_factor(type, prescale);
+    for (std::size_t i = 0; i < tensors.size(); ++i) {
+      const auto* in = static_cast<const std::byte*>(tensors[i].input);
+      for (std::size_t r = 0; r < ranks; ++r) {
+        if (blocks[i][r])
+          scale_copy(in, send + (r * layout.share + layout.offset[i][r]) * esize, blocks[i][r], type, pre);
+        in += blocks[i][r] * esize;
+      }
+    }
+    cpu_.reduce_scatter(send, recv, layout.share, type, op);
+    const auto me = static_cast<std::size_t>(rank);
+    for (std::size_t i = 0; i < tensors.size(); ++i)
+      if (blocks[i][me])
+        scale_copy(recv + layout.offset[i][me] * esize, tensors[i].output, blocks[i][me], type,
+                   device_scale_factor(type, postscale));
+  }
+
   void broadcast(const DeviceTensor& t, DataType type, int root) override {
     const std::size_t bytes = t.count * element_size(type);
     if (bytes == 0) return;
@@ -85,6 +114,16 @@ class HostStandinPath final : public DevicePath {
     }
     auto out = std::shared_ptr<std::byte[]>(new std::byte[total ? total : 1]);
     cpu_.allgatherv(t.input, out.get(), bytes, DataType::uint8);
+    return std::shared_ptr<void>(out, out.get());
+  }
+
+  std::shared_ptr<void> alltoallv(const DeviceTensor& t, std::span<const std::size_t> send,
+                                  std::span<const std::size_t> recv, DataType type) override {
+    std::size_t received = 0;
+    for (std::size_t c : recv) received += c;
+    auto out = std::shared_ptr<std::byte[]>(new std::byte[std::max<std::size_t>(received * element_size(type), 1)]);
+    static const std::byte none[8] = {};
+    cpu_.alltoallv(t.input ? t.input : none, send, out.get(), recv, type);
     return std::shared_ptr<void>(out, out.get());
   }
 

@@ -2,6 +2,8 @@
 
 #include "request_check.hpp"
 
+#include <riseml/engine/engine.hpp>
+
 #include <utility>
 
 namespace riseml::engine {
@@ -118,17 +120,48 @@ std::size_t DeviceStrategy::run(TableEntry& g, LocalRequest* l) {
   const auto start = Clock::now();
   if (refused({&g})) return 0;
   const TensorMeta& m = reference(g);  // valid until the entry finishes
-  const std::size_t moved = meta_bytes(m);
   DevicePath& p = path(l);
-  // Broadcast and allgather move bytes: any type, even those NCCL cannot reduce.
-  const std::size_t esize = element_size(m.dtype);
-  const DeviceTensor t = device_tensor(l, 0, element_count(m.shapes[0]) * esize);
-  if (m.kind == OpKind::broadcast) {
-    p.broadcast(t, DataType::uint8, m.root);
-    finish_when_done({&g}, "NCCL_BROADCAST", start, moved);
-    return moved;
+  const char* phase = "NCCL_ALLGATHER";
+  switch (m.kind) {
+    case OpKind::reducescatter: reducescatter(p, g, l); phase = "NCCL_REDUCESCATTER"; break;
+    case OpKind::broadcast: broadcast(p, g, l); phase = "NCCL_BROADCAST"; break;
+    case OpKind::alltoall: alltoall(p, g, l); phase = "NCCL_ALLTOALL"; break;
+    default: allgather(p, g, l); break;
   }
-  // Allgather: rows from the ranks that submitted, none from joined ones.
+  const std::size_t moved = meta_bytes(m);
+  finish_when_done({&g}, phase, start, moved);
+  return moved;
+}
+
+void DeviceStrategy::reducescatter(DevicePath& p, const TableEntry& g, const LocalRequest* l) {
+  const TensorMeta& m = reference(g);
+  // Rows in rank order, the first rows % size ranks one more (host_scatter's rule).
+  std::vector<DeviceTensor> tensors;
+  std::vector<std::vector<std::size_t>> blocks;
+  for (std::size_t i = 0; i < m.shapes.size(); ++i) {
+    const auto& shape = m.shapes[i];
+    const std::size_t count = element_count(shape);
+    const std::size_t row = shape[0] > 0 ? count / static_cast<std::size_t>(shape[0]) : 0;
+    tensors.push_back(device_tensor(l, i, count));
+    blocks.emplace_back(static_cast<std::size_t>(context_.size));
+    for (int r = 0; r < context_.size; ++r)
+      blocks.back()[static_cast<std::size_t>(r)] =
+          static_cast<std::size_t>(reducescatter_rows(shape[0], context_.size, r)) * row;
+  }
+  p.reducescatter(tensors, blocks, context_.rank, m.dtype, m.op, m.prescale, m.postscale);
+}
+
+// Broadcast, allgather and alltoall move bytes: any type, even those NCCL cannot reduce.
+void DeviceStrategy::broadcast(DevicePath& p, const TableEntry& g, const LocalRequest* l) {
+  const TensorMeta& m = reference(g);
+  p.broadcast(device_tensor(l, 0, element_count(m.shapes[0]) * element_size(m.dtype)),
+              DataType::uint8, m.root);
+}
+
+void DeviceStrategy::allgather(DevicePath& p, const TableEntry& g, LocalRequest* l) {
+  const TensorMeta& m = reference(g);
+  const std::size_t esize = element_size(m.dtype);
+  // Rows from the ranks that submitted, none from joined ones.
   std::vector<std::size_t> counts(static_cast<std::size_t>(context_.size), 0);
   std::int64_t rows = 0;
   std::size_t total = 0;
@@ -139,17 +172,41 @@ std::size_t DeviceStrategy::run(TableEntry& g, LocalRequest* l) {
     rows += mr->shapes[0][0];
     total += counts[r];
   }
-  auto out = p.allgatherv(t, counts, DataType::uint8);
-  if (l) {
-    std::vector<std::int64_t> shape = m.shapes[0];
-    shape[0] = rows;
-    l->handle->device_output = std::move(out);
-    l->handle->device_output_bytes = total;
-    l->handle->copy_result = p.result_copier();
-    l->handle->output_shapes = {std::move(shape)};
+  auto out = p.allgatherv(device_tensor(l, 0, element_count(m.shapes[0]) * esize), counts,
+                          DataType::uint8);
+  if (l) keep_result(p, *l, std::move(out), total, rows, m.shapes[0]);
+}
+
+void DeviceStrategy::alltoall(DevicePath& p, const TableEntry& g, LocalRequest* l) {
+  const TensorMeta& m = reference(g);
+  // This rank's splits say what it sends; every rank's split for this rank what it receives
+  // (a joined rank fails the agreement before it gets here).
+  std::size_t row = element_size(m.dtype);  // bytes of a row: the dimensions after the first
+  for (std::size_t d = 1; d < m.shapes[0].size(); ++d) row *= static_cast<std::size_t>(m.shapes[0][d]);
+  const auto me = static_cast<std::size_t>(context_.rank);
+  std::vector<std::size_t> send(static_cast<std::size_t>(context_.size)), recv(send.size());
+  std::vector<std::int64_t> received(send.size());
+  std::int64_t rows = 0;
+  for (std::size_t r = 0; r < send.size(); ++r) {
+    send[r] = l ? static_cast<std::size_t>(l->request.splits[r]) * row : 0;
+    received[r] = g.metas[r] ? g.metas[r]->splits[me] : 0;
+    recv[r] = static_cast<std::size_t>(received[r]) * row;
+    rows += received[r];
   }
-  finish_when_done({&g}, "NCCL_ALLGATHER", start, moved);
-  return moved;
+  auto out = p.alltoallv(device_tensor(l, 0, 0), send, recv, DataType::uint8);
+  if (!l) return;
+  keep_result(p, *l, std::move(out), static_cast<std::size_t>(rows) * row, rows, m.shapes[0]);
+  l->handle->received_splits = std::move(received);
+}
+
+void DeviceStrategy::keep_result(DevicePath& p, LocalRequest& l, std::shared_ptr<void> out,
+                                 std::size_t bytes, std::int64_t rows,
+                                 std::vector<std::int64_t> shape) {
+  shape[0] = rows;
+  l.handle->device_output = std::move(out);
+  l.handle->device_output_bytes = bytes;
+  l.handle->copy_result = p.result_copier();
+  l.handle->output_shapes = {std::move(shape)};
 }
 
 }  // namespace riseml::engine

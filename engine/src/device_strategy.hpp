@@ -1,5 +1,6 @@
 // Collectives of GPU tensors through the DevicePath (NCCL): a fusion bucket of allreduces as one
-// device collective, broadcast, and allgather (the result stays on the device, in the handle).
+// device collective, a grouped reducescatter as one, broadcast, allgather and alltoall (their
+// results stay on the device, in the handle, until the caller copies them out).
 // The path is built collectively at the first device entry every rank runs (the same cycle on
 // every rank), on this process's GPU, and released when the engine thread ends.
 // Stream-ordered: an entry leaves the table once its work is enqueued (the handle then carries
@@ -42,6 +43,15 @@ class DeviceStrategy final : public Strategy {
   // after it and complete (or fail) when the watcher sees the device there.
   void finish_when_done(const std::vector<TableEntry*>& entries, const char* phase,
                         Clock::time_point start, std::size_t bytes);
+  // The operations of run(): enqueue the entry's work on `p` (`mine` null: this rank joined).
+  void reducescatter(DevicePath& p, const TableEntry& entry, const LocalRequest* mine);
+  void broadcast(DevicePath& p, const TableEntry& entry, const LocalRequest* mine);
+  void allgather(DevicePath& p, const TableEntry& entry, LocalRequest* mine);
+  void alltoall(DevicePath& p, const TableEntry& entry, LocalRequest* mine);
+  // Hands a device result of `rows` rows (shape: `shape` with that first dimension) to mine's
+  // handle, with the path's copier.
+  void keep_result(DevicePath& p, LocalRequest& mine, std::shared_ptr<void> out,
+                   std::size_t bytes, std::int64_t rows, std::vector<std::int64_t> shape);
   // A rule of the GPU path the entries break (the same on every rank: the metadata agree).
   bool refused(const std::vector<TableEntry*>& entries);
 

@@ -86,7 +86,7 @@ void Handle::copy_allgather_output(void* dst, void* stream) const {
   const HandleState& s = *state_;
   if (s.device_output) {
     if (s.copy_result)
-      s.copy_result(dst, s.device_output.get(), s.device_output_bytes, stream, s.device_done.get());
+      s.copy_result(dst, s.device_output, s.device_output_bytes, stream, s.device_done.get());
   } else if (!s.outputs.empty() && !s.outputs[0].empty()) {
     std::memcpy(dst, s.outputs[0].data(), s.outputs[0].size());
   }

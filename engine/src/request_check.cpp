@@ -25,17 +25,14 @@ void apply_equal_split(Request& request, int rank, int size) {
 std::string device_refusal(OpKind kind, DataType type, bool adasum) {
   switch (kind) {
     case OpKind::allreduce:
+    case OpKind::reducescatter:
       if (adasum) return "Adasum of GPU tensors is not supported; reduce host tensors";
       if (type == DataType::int16 || type == DataType::boolean)
         return "a reduction of " + std::string(to_string(type)) +
                " GPU tensors is not supported (NCCL has no such type); reduce a host tensor "
                "or cast to int32 / uint8";
       return "";
-    case OpKind::reducescatter:
     case OpKind::alltoall:
-      return std::string(kind_name(kind)) +
-             " of GPU tensors is not an engine operation; pass host tensors (riseml.torch "
-             "runs it on the GPU through an allreduce, or through host memory)";
     case OpKind::broadcast:
     case OpKind::allgather:
     case OpKind::barrier:

@@ -18,9 +18,9 @@ void apply_equal_split(Request& request, int rank, int size);
 void check_request(const Request& request, int rank, int size);
 
 // What the GPU path cannot do with device tensors of this kind and type (empty: it can).
-// Reductions need an NCCL type (no 16-bit integers, no booleans); broadcast and allgather move
-// bytes and take every type; Adasum, reducescatter and alltoall of device tensors are not
-// engine operations (riseml.torch runs them through the allreduce or host memory).
+// Reductions (allreduce, reducescatter) need an NCCL type (no 16-bit integers, no booleans);
+// broadcast, allgather and alltoall move bytes and take every type; Adasum of device tensors is
+// not supported.
 std::string device_refusal(OpKind kind, DataType type, bool adasum);
 
 }  // namespace riseml::engine

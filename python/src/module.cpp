@@ -9,8 +9,10 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <map>
+#include <string>
 
 namespace py = pybind11;
 using namespace riseml;
@@ -48,7 +50,7 @@ void check_contiguous(const py::array& a, const char* what) {
 
 // What an operation attaches to its runtime handle: the arrays the engine reads or writes (alive
 // until synchronize()), and what synchronize() returns.
-enum class Result { none, gathered, gathered_list, alltoall, device_shape };
+enum class Result { none, gathered, gathered_list, alltoall, device_shape, device_alltoall };
 
 struct PythonAttachment {
   py::object arrays;
@@ -205,6 +207,8 @@ py::object synchronize(runtime::HandleId id) {
   const engine::Handle& h = done.handle;
   if (!a || a->result == Result::none) return py::none();
   if (a->result == Result::device_shape) return py::cast(h.output_shape());  // bytes follow
+  if (a->result == Result::device_alltoall)
+    return py::make_tuple(h.output_shape(), h.received_splits());  // bytes follow
   auto array = [&](std::size_t i) {
     const auto& bytes = h.output(i);
     py::array out(py::reinterpret_borrow<py::dtype>(a->dtype), h.output_shape(i));
@@ -248,6 +252,10 @@ PYBIND11_MODULE(_riseml, m) {
       runtime::RuntimeOptions options{CommunicatorOptions::from_environment(),
                                       engine::EngineOptions::from_environment(), elastic};
       options.after_failure = after_failure;
+      // Tests only (tests/python/test_torch_device_rules.py): requests that name a CUDA device
+      // carry host pointers and run the engine's GPU path on its host-memory stand-in.
+      if (const char* s = std::getenv("RISEML_ENGINE_DEVICE_STANDIN"); s && std::string(s) == "1")
+        options.engine.gpu.host_standin = true;
       rt().init(options);
     }
   }, arg("elastic") = false, arg("after_failure") = false, unlocked);
@@ -334,6 +342,21 @@ PYBIND11_MODULE(_riseml, m) {
                                              std::move(name), op, pre, post, "device"));
   }, arg("inputs"), arg("outputs"), arg("shapes"), arg("dtype"), arg("device"), arg("stream"),
      arg("name"), arg("op"), arg("prescale") = 1.0, arg("postscale") = 1.0, arg("process_set") = 0);
+  // outputs[i]: this rank's rows of tensor i (0 where it gets none).
+  m.def("device_reducescatter_async", [](Pointers ins, Pointers outs, std::vector<Shape> shapes,
+                                         std::string dtype, int device, std::uintptr_t stream,
+                                         std::string name, int op, double pre, double post,
+                                         int ps) {
+    if (ins.empty() || ins.size() != outs.size() || ins.size() != shapes.size())
+      throw py::value_error("riseml: device reducescatter needs equally many (>0) inputs, "
+                            "outputs, shapes");
+    for (const Shape& shape : shapes)
+      if (shape.empty())
+        throw py::value_error("riseml: reducescatter needs at least one dimension, got a scalar");
+    return rt().submit(ps, on_device(reduction(OpKind::reducescatter, std::move(name), op, pre, post),
+                                     ins, outs, shapes, dtype, device, stream));
+  }, arg("inputs"), arg("outputs"), arg("shapes"), arg("dtype"), arg("device"), arg("stream"),
+     arg("name"), arg("op"), arg("prescale") = 1.0, arg("postscale") = 1.0, arg("process_set") = 0);
   m.def("device_broadcast_async", [](std::uintptr_t in, std::uintptr_t out, Shape shape,
                                      std::string dtype, int device, std::uintptr_t stream,
                                      int root, std::string name, int ps) {
@@ -350,6 +373,15 @@ PYBIND11_MODULE(_riseml, m) {
     return rt().submit(ps, std::move(r), attach(py::none(), Result::device_shape));
   }, arg("input"), arg("shape"), arg("dtype"), arg("device"), arg("stream"), arg("name"),
      arg("process_set") = 0);
+  m.def("device_alltoall_async", [](std::uintptr_t in, Shape shape, Shape splits, std::string dtype,
+                                    int device, std::uintptr_t stream, std::string name, int ps) {
+    if (shape.empty()) throw py::value_error("riseml: alltoall needs at least one dimension");
+    auto r = request(OpKind::alltoall, std::move(name));
+    r.splits = std::move(splits);
+    r = on_device(std::move(r), {in}, {}, {shape}, dtype, device, stream);
+    return rt().submit(ps, std::move(r), attach(py::none(), Result::device_alltoall));
+  }, arg("input"), arg("shape"), arg("splits"), arg("dtype"), arg("device"), arg("stream"),
+     arg("name"), arg("process_set") = 0);
   // output == 0: drop the result (the caller could not allocate its tensor).
   m.def("copy_device_result", [](runtime::HandleId id, std::uintptr_t out, std::uintptr_t stream) {
     rt().copy_device_result(id, reinterpret_cast<void*>(out), reinterpret_cast<void*>(stream));

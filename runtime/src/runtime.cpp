@@ -338,9 +338,11 @@ int Runtime::join() { return engine(0)->join().join_result(); }
 void Runtime::barrier(int process_set) { engine(process_set)->barrier().wait(); }
 
 HandleId Runtime::submit(int process_set, engine::Request request, Attachment attachment) {
-  // A device allgather's bytes stay on the device until the caller has a tensor for them.
-  const bool device_allgather = request.kind == engine::OpKind::allgather &&
-                                !request.tensors.empty() && request.tensors.front().device >= 0;
+  // A device allgather's or alltoall's bytes stay on the device until the caller has a tensor
+  // for them.
+  const bool device_allgather =
+      (request.kind == engine::OpKind::allgather || request.kind == engine::OpKind::alltoall) &&
+      !request.tensors.empty() && request.tensors.front().device >= 0;
   std::string name = request.name;  // empty for barrier and join (the engine names them)
   state_->handles.take_name(process_set, name);
   engine::Handle handle;

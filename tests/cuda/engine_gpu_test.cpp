@@ -227,6 +227,43 @@ TEST(EngineGpu, HierarchicalAcrossFakeHostsOnOneGpu) {
   });
 }
 
+// A grouped reducescatter of device tensors: one rank flat (NCCL's reduce-scatter), then two
+// fake hosts hierarchical (an allreduce of a device copy, this rank's share): rows dealt in
+// rank order (7 rows: 4 and 3; 3 rows of 2: 2 and 1 rows), prescale and postscale.
+TEST(EngineGpu, GroupedReducescatterOnTheGpu) {
+  RISEML_SKIP_WITHOUT_GPU();
+  for (const Ranks& ranks : {Ranks{}, fake_hosts_hierarchical(2)}) {
+    run_engines(ranks, [&](Engine& e, int rank) {
+      const int n = ranks.n;
+      DeviceBuffer a(7 * 4), b(6 * 4);
+      a.upload(pattern(rank, 7, 1));
+      b.upload(pattern(rank, 6, 2));
+      auto rows_of = [&](int rows, int r) { return rows / n + (r < rows % n ? 1 : 0); };
+      const int a_rows = rows_of(7, rank), b_rows = rows_of(3, rank);
+      DeviceBuffer a_out(static_cast<std::size_t>(a_rows) * 4), b_out(static_cast<std::size_t>(b_rows) * 2 * 4);
+      Request r;
+      r.kind = engine::OpKind::reducescatter;
+      r.name = "rs";
+      r.dtype = DataType::float32;
+      r.prescale = 0.5;
+      r.postscale = 4.0;
+      r.tensors.push_back({a.get(), a_out.get(), {7}, 0});
+      r.tensors.push_back({b.get(), b_out.get(), {3, 2}, 0});
+      e.enqueue(std::move(r)).wait();
+      const int a_first = rank == 0 ? 0 : rows_of(7, 0), b_first = rank == 0 ? 0 : rows_of(3, 0) * 2;
+      auto want = [&](std::size_t count, int salt, int first, std::size_t k) {
+        float sum = 0;
+        for (int q = 0; q < n; ++q) sum += pattern(q, count, salt)[static_cast<std::size_t>(first) + k] * 0.5f;
+        return sum * 4.0f;
+      };
+      const auto ga = a_out.download<float>(static_cast<std::size_t>(a_rows));
+      for (std::size_t k = 0; k < ga.size(); ++k) ASSERT_EQ(ga[k], want(7, 1, a_first, k)) << "ranks " << n;
+      const auto gb = b_out.download<float>(static_cast<std::size_t>(b_rows) * 2);
+      for (std::size_t k = 0; k < gb.size(); ++k) ASSERT_EQ(gb[k], want(6, 2, b_first, k)) << "ranks " << n;
+    });
+  }
+}
+
 TEST(EngineGpu, JoinedRankContributesZerosOnTheGpu) {
   RISEML_SKIP_WITHOUT_GPU();
   run_engines(fake_hosts_hierarchical(2), [](Engine& e, int rank) {

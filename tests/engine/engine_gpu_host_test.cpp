@@ -5,6 +5,7 @@
 // checks the GPU path's logic on every build; tests/cuda runs the same on a real GPU.
 #include "engine_ranks.hpp"
 #include "scaling.hpp"
+#include "wire.hpp"
 
 #include <riseml/half_float.hpp>
 
@@ -14,6 +15,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -83,10 +85,16 @@ TEST(EngineGpuHost, ARefusedCallFailsAloneAndAHundredGoodOnesFollow) {
     Request bools = device_request(OpKind::allreduce, "flags", DataType::boolean);
     add_tensor(bools, flags.data(), flags.data(), {4});
     EXPECT_NE(error_of([&] { e.enqueue(bools).wait(); }).find("a reduction of bool"), std::string::npos);
-    Request scatter = device_request(OpKind::reducescatter, "scatter", DataType::float32);
-    std::vector<float> rows(8, 1.0f), mine(4);
-    add_tensor(scatter, rows.data(), mine.data(), {8});
-    EXPECT_NE(error_of([&] { e.enqueue(scatter).wait(); }).find("not an engine operation"),
+    Request adasum = device_request(OpKind::allreduce, "adasum", DataType::float32);
+    adasum.adasum = true;
+    std::vector<float> rows(8, 1.0f);
+    add_tensor(adasum, rows.data(), rows.data(), {8});
+    EXPECT_NE(error_of([&] { e.enqueue(adasum).wait(); }).find("Adasum of GPU tensors"),
+              std::string::npos);
+    Request shorts_scatter = device_request(OpKind::reducescatter, "shorts.rs", DataType::int16);
+    std::vector<std::int16_t> mine(4);
+    add_tensor(shorts_scatter, shorts.data(), mine.data(), {8});
+    EXPECT_NE(error_of([&] { e.enqueue(shorts_scatter).wait(); }).find("a reduction of int16"),
               std::string::npos);
     for (int i = 0; i < 100; ++i) {
       std::vector<float> x = pattern(rank, 33, i), y = pattern(rank, 5, i + 1000);
@@ -101,6 +109,121 @@ TEST(EngineGpuHost, ARefusedCallFailsAloneAndAHundredGoodOnesFollow) {
     }
     EXPECT_FALSE(e.stopped());
     e.barrier().wait();  // no rank shuts its engine down before the other has looked
+  });
+}
+
+// A grouped reducescatter of device tensors is one device operation: each tensor's rows dealt
+// in rank order (the first rows % size ranks one more; a rank may get none), packed rank-major
+// with the shorter shares padded, prescaled, reduced, postscaled and unpacked into this rank's
+// outputs; SUM, AVERAGE, MIN and integers, on 3 ranks.
+TEST(EngineGpuHost, GroupedReducescatterDealsRowsInRankOrder) {
+  constexpr int kRanks = 3;
+  // Rows x row elements of each tensor: 7 rows deal 3, 2, 2; 2 rows deal 1, 1, 0; 4 x 3 deal
+  // 2, 1, 1 rows of 3.
+  const std::vector<std::vector<std::int64_t>> shapes = {{7}, {2}, {4, 3}};
+  auto value = [](int rank, std::size_t t, std::size_t i) {
+    return static_cast<float>((static_cast<int>(i * 5 + t * 11) + rank * 7) % 23) - 9.0f;
+  };
+  auto rows_of = [&](std::int64_t rows, int r) {
+    return rows / kRanks + (r < rows % kRanks ? 1 : 0);
+  };
+  run_ranks(kRanks, [&](Engine& e, int rank) {
+    struct Case {
+      ReduceOp op;
+      double pre, post;
+    };
+    for (const Case c : {Case{ReduceOp::sum, 1.0, 1.0}, Case{ReduceOp::sum, 0.5, 4.0},
+                         Case{ReduceOp::average, 1.0, 1.0}, Case{ReduceOp::min, 1.0, 1.0}}) {
+      const std::string tag = std::string(to_string(c.op)) + "." + std::to_string(c.pre);
+      std::vector<std::vector<float>> ins, outs;
+      Request r = device_request(OpKind::reducescatter, "rs." + tag, DataType::float32);
+      r.op = c.op;
+      r.prescale = c.pre;
+      r.postscale = c.post;
+      for (std::size_t t = 0; t < shapes.size(); ++t) {
+        const std::size_t n = element_count(shapes[t]);
+        const std::size_t row = n / static_cast<std::size_t>(shapes[t][0]);
+        ins.emplace_back(n);
+        for (std::size_t i = 0; i < n; ++i) ins.back()[i] = value(rank, t, i);
+        outs.emplace_back(static_cast<std::size_t>(rows_of(shapes[t][0], rank)) * row, -1.0f);
+      }
+      for (std::size_t t = 0; t < shapes.size(); ++t)
+        add_tensor(r, ins[t].data(), outs[t].empty() ? nullptr : outs[t].data(), shapes[t]);
+      e.enqueue(r).wait();
+      for (std::size_t t = 0; t < shapes.size(); ++t) {
+        const std::size_t n = element_count(shapes[t]);
+        const std::size_t row = n / static_cast<std::size_t>(shapes[t][0]);
+        std::size_t first = 0;
+        for (int q = 0; q < rank; ++q) first += static_cast<std::size_t>(rows_of(shapes[t][0], q)) * row;
+        for (std::size_t k = 0; k < outs[t].size(); ++k) {
+          float want = 0;
+          for (int q = 0; q < kRanks; ++q) {
+            const float x = value(q, t, first + k) * static_cast<float>(c.pre);
+            want = q == 0 ? x : c.op == ReduceOp::min ? std::min(want, x) : want + x;
+          }
+          if (c.op == ReduceOp::average) want /= kRanks;
+          want *= static_cast<float>(c.post);
+          ASSERT_EQ(outs[t][k], want) << tag << " tensor " << t << " element " << k;
+        }
+      }
+    }
+    // Integers: 5 rows of 2 deal 2, 2, 1 rows.
+    std::vector<std::int32_t> in(10), out(static_cast<std::size_t>(rows_of(5, rank)) * 2);
+    for (std::size_t i = 0; i < in.size(); ++i) in[i] = static_cast<std::int32_t>(i) * (rank + 1);
+    Request ir = device_request(OpKind::reducescatter, "rs.ints", DataType::int32);
+    add_tensor(ir, in.data(), out.data(), {5, 2});
+    e.enqueue(ir).wait();
+    const std::size_t first = rank == 0 ? 0 : rank == 1 ? 4 : 8;
+    for (std::size_t k = 0; k < out.size(); ++k)
+      ASSERT_EQ(out[k], static_cast<std::int32_t>(first + k) * (1 + 2 + 3)) << k;
+  });
+}
+
+// An alltoall of device tensors moves bytes into an engine-owned device buffer, as allgather:
+// rank r sends (r + j) % 3 rows of 2 to rank j (none sometimes), the received rows and splits
+// in rank order; int16, which NCCL cannot reduce, goes; and the equal split without splits.
+TEST(EngineGpuHost, AlltoallOfDeviceTensorsDealsRowsBySplits) {
+  constexpr int kRanks = 3;
+  auto cell = [](int from, int to, int k) { return static_cast<std::int16_t>(1000 * from + 10 * to + k); };
+  run_ranks(kRanks, [&](Engine& e, int rank) {
+    std::vector<std::int16_t> in;
+    std::vector<std::int64_t> splits;
+    for (int j = 0; j < kRanks; ++j) {
+      const int rows = (rank + j) % 3;
+      splits.push_back(rows);
+      for (int k = 0; k < rows * 2; ++k) in.push_back(cell(rank, j, k));
+    }
+    Request r = device_request(OpKind::alltoall, "a2a", DataType::int16);
+    r.splits = splits;
+    add_tensor(r, in.empty() ? nullptr : in.data(), nullptr,
+               {static_cast<std::int64_t>(in.size() / 2), 2});
+    Handle h = e.enqueue(r);
+    std::vector<std::int64_t> want_splits;
+    std::vector<std::int16_t> want;
+    for (int q = 0; q < kRanks; ++q) {
+      const int rows = (q + rank) % 3;
+      want_splits.push_back(rows);
+      for (int k = 0; k < rows * 2; ++k) want.push_back(cell(q, rank, k));
+    }
+    EXPECT_EQ(h.received_splits(), want_splits);
+    EXPECT_EQ(h.output_shape(), (std::vector<std::int64_t>{static_cast<std::int64_t>(want.size() / 2), 2}));
+    ASSERT_EQ(h.allgather_output_bytes(), want.size() * 2);
+    std::vector<std::int16_t> got(want.size());
+    h.copy_allgather_output(got.data());
+    EXPECT_EQ(got, want);
+    // The equal split: 2 rows to each rank.
+    std::vector<float> even(kRanks * 2);
+    for (std::size_t i = 0; i < even.size(); ++i) even[i] = static_cast<float>(rank * 100) + static_cast<float>(i);
+    Request q = device_request(OpKind::alltoall, "a2a.even", DataType::float32);
+    add_tensor(q, even.data(), nullptr, {kRanks * 2});
+    Handle he = e.enqueue(q);
+    std::vector<float> all(kRanks * 2);
+    ASSERT_EQ(he.allgather_output_bytes(), all.size() * 4);
+    he.copy_allgather_output(all.data());
+    for (int from = 0; from < kRanks; ++from)
+      for (int k = 0; k < 2; ++k)
+        ASSERT_EQ(all[static_cast<std::size_t>(from * 2 + k)],
+                  static_cast<float>(from * 100 + rank * 2 + k)) << from;
   });
 }
 

@@ -94,15 +94,15 @@ TEST(RequestCheck, GpuTypeRules) {
     r.tensors[0].output = nullptr;
     EXPECT_EQ(refusal(r), "");
   }
-  Request r = allreduce();
-  r.kind = OpKind::reducescatter;
-  r.tensors[0].device = 0;
-  EXPECT_NE(refusal(r).find("reducescatter of GPU tensors is not an engine operation"),
-            std::string::npos)
-      << refusal(r);
-  EXPECT_EQ(device_refusal(OpKind::alltoall, DataType::float32, false),
-            "alltoall of GPU tensors is not an engine operation; pass host tensors (riseml.torch "
-            "runs it on the GPU through an allreduce, or through host memory)");
+  // A reducescatter reduces: the same rule; an alltoall moves bytes: every type; Adasum is not
+  // supported on GPU tensors.
+  EXPECT_EQ(device_refusal(OpKind::reducescatter, DataType::int16, false),
+            device_refusal(OpKind::allreduce, DataType::int16, false));
+  EXPECT_EQ(device_refusal(OpKind::reducescatter, DataType::float32, false), "");
+  EXPECT_EQ(device_refusal(OpKind::alltoall, DataType::int16, false), "");
+  EXPECT_EQ(device_refusal(OpKind::alltoall, DataType::boolean, false), "");
+  EXPECT_EQ(device_refusal(OpKind::allreduce, DataType::float32, true),
+            "Adasum of GPU tensors is not supported; reduce host tensors");
 }
 
 TEST(RequestCheck, BroadcastRoot) {

@@ -1,16 +1,21 @@
 """riseml.torch's rules for CUDA tensors, checked on a CPU-only machine (issue 35): which path
 each collective takes (the GPU, or host memory for int16/bool reductions), reducescatter on the
-GPU as a device allreduce and this rank's rows, the refusals (RuntimeError and ValueError, as
-Horovod's tests expect), where alltoall's received splits go, and process sets added without
-ranks. A "fake GPU" makes riseml.torch take CPU tensors for CUDA tensors on a GPU build, with
-the device allreduce run by the host engine, so the Python side of the GPU paths runs here;
-the CUDA specifics (streams, devices, NCCL) need a GPU machine. Run under riseml-launch -n 1..4.
+GPU as one device reducescatter into this rank's rows, alltoall as one device operation into an
+engine device buffer, the refusals (RuntimeError and ValueError, as Horovod's tests expect),
+where alltoall's received splits go, and process sets added without ranks. A "fake GPU" makes
+riseml.torch take CPU tensors for CUDA tensors (device 0, stream 0) on a GPU build; with
+RISEML_ENGINE_DEVICE_STANDIN=1 (set here, tests only) the engine runs such requests down its GPU
+path on the host-memory stand-in, so the binding, the runtime's device results and the engine's
+device strategy run here too; the CUDA specifics (streams, devices, NCCL) need a GPU machine.
+Run under riseml-launch -n 1..4.
 """
 import os
 import sys
 import types
 
-import torch
+os.environ["RISEML_ENGINE_DEVICE_STANDIN"] = "1"  # before riseml's init reads it
+
+import torch  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import check  # noqa: E402
@@ -20,7 +25,7 @@ import riseml.torch as hvd  # noqa: E402
 
 class FakeGpu:
     """Within it, riseml.torch takes the tensors in `cuda` (all when None) for CUDA tensors on a
-    build with a usable GPU; device allreduces run on the host engine and are counted."""
+    build with a usable GPU; the device calls go to the engine's stand-in and are counted."""
 
     def __init__(self, cuda=None):
         self.cuda = cuda
@@ -28,7 +33,9 @@ class FakeGpu:
 
     def __enter__(self):
         self.saved = (hvd._is_cuda, hvd._GPU_BUILT, hvd._GPU_USABLE, hvd._device_view,
-                      hvd._device_and_stream, _riseml.device_allreduce_async)
+                      hvd._device_and_stream, _riseml.device_allreduce_async,
+                      _riseml.device_reducescatter_async, _riseml.device_alltoall_async,
+                      torch.cuda.current_stream)
         cuda = self.cuda
         hvd._is_cuda = (lambda t: True) if cuda is None else (
             lambda t: any(t is c for c in cuda))
@@ -37,19 +44,41 @@ class FakeGpu:
                                       0, 0)
         hvd._device_and_stream = lambda t: (0, 0)
 
+        real_allreduce = _riseml.device_allreduce_async
+        real_reducescatter = _riseml.device_reducescatter_async
+        real_alltoall = _riseml.device_alltoall_async
+
         def device_allreduce(ins, outs, shapes, dtype, device, stream, name, op, pre, post, ps):
             assert (device, stream) == (0, 0)
             self.device_calls.append((name, len(ins), op, pre, post))
             self.shapes = shapes
-            return _riseml.host_grouped_allreduce_async(ins, outs, shapes, dtype, name, op, pre,
-                                                        post, ps, None)
+            return real_allreduce(ins, outs, shapes, dtype, device, stream, name, op, pre, post,
+                                  ps)
+
+        def device_reducescatter(ins, outs, shapes, dtype, device, stream, name, op, pre, post,
+                                 ps):
+            assert (device, stream) == (0, 0)
+            self.device_calls.append((name, len(ins), op, pre, post))
+            self.shapes = shapes
+            return real_reducescatter(ins, outs, shapes, dtype, device, stream, name, op, pre,
+                                      post, ps)
+
+        def device_alltoall(src, shape, splits, dtype, device, stream, name, ps):
+            assert (device, stream) == (0, 0)
+            self.device_calls.append((name, 1, None, None, None))
+            return real_alltoall(src, shape, splits, dtype, device, stream, name, ps)
 
         _riseml.device_allreduce_async = device_allreduce
+        _riseml.device_reducescatter_async = device_reducescatter
+        _riseml.device_alltoall_async = device_alltoall
+        torch.cuda.current_stream = lambda device=None: types.SimpleNamespace(cuda_stream=0)
         return self
 
     def __exit__(self, *exc):
         (hvd._is_cuda, hvd._GPU_BUILT, hvd._GPU_USABLE, hvd._device_view,
-         hvd._device_and_stream, _riseml.device_allreduce_async) = self.saved
+         hvd._device_and_stream, _riseml.device_allreduce_async,
+         _riseml.device_reducescatter_async, _riseml.device_alltoall_async,
+         torch.cuda.current_stream) = self.saved
 
 
 def my_rows(rows):
@@ -104,7 +133,7 @@ def test_reducescatter_average_on_the_gpu_path_is_over_the_set():
     assert torch.allclose(out, want), (out, want)
 
 
-def test_grouped_reducescatter_on_the_gpu_path_is_one_allreduce():
+def test_grouped_reducescatter_on_the_gpu_path_is_one_operation():
     n = hvd.size()
     xs = [full_input(rows, 2, torch.float32) for rows in (n, 2 * n + 1, 5)]
     with FakeGpu() as gpu:
@@ -213,6 +242,24 @@ def test_alltoall_received_splits_follow_the_splits_tensor():
     assert hvd._splits_device(meta) == meta.device
     assert hvd._splits_device([1, 2]) == torch.device("cpu")
     assert hvd._splits_device(None) == torch.device("cpu")
+
+
+def test_alltoall_on_the_gpu_path_is_one_device_operation():
+    n, r = hvd.size(), hvd.rank()
+    # rank r sends j + 1 rows of 3 to rank j, each row telling who sent it to whom
+    x = torch.cat([torch.full((j + 1, 3), float(10 * r + j)) for j in range(n)])
+    splits = torch.tensor([j + 1 for j in range(n)], dtype=torch.int32)
+    with FakeGpu() as gpu:
+        out, received = hvd.alltoall(x, splits)
+        plain = hvd.alltoall(torch.arange(2 * n, dtype=torch.int16) + 100 * r)  # equal split
+        flags = hvd.alltoall(torch.tensor([True, False] * n))  # bytes: bool goes too
+    assert len(gpu.device_calls) == 3, gpu.device_calls
+    assert received.dtype == torch.int32 and received.tolist() == [r + 1] * n
+    want = torch.cat([torch.full((r + 1, 3), float(10 * q + r)) for q in range(n)])
+    assert out.shape == want.shape and torch.equal(out, want), (out, want)
+    assert plain.dtype == torch.int16 and plain.tolist() == [
+        100 * q + 2 * r + k for q in range(n) for k in range(2)], plain
+    assert flags.dtype == torch.bool and flags.tolist() == [True, False] * n, flags
 
 
 def test_process_set_without_ranks_is_every_rank():

@@ -642,8 +642,16 @@ def _splits_of(splits):
 def alltoall_async(tensor, splits=None, name=None, process_set=global_process_set):
     """Starts an alltoall; synchronize(handle) returns (output, received_splits)."""
     set_id = _check_process_set(process_set)
-    src, src_cpu, dtype = _cpu_view(tensor)
     name = _common._name("alltoall", name, process_set)
+    if _on_gpu(tensor):  # on the GPU: NCCL sends and receives into an engine device buffer
+        if tensor.dim() == 0:
+            raise ValueError("riseml: alltoall needs at least one dimension, got a scalar")
+        src, dtype, device, stream = _device_view(tensor)
+        h = _riseml.device_alltoall_async(src.data_ptr(), list(src.shape), _splits_of(splits),
+                                          dtype, device, stream, name, set_id)
+        _handles[h] = ("alltoall-gpu", (src, _splits_device(splits)))
+        return h
+    src, src_cpu, dtype = _cpu_view(tensor)
     h = _riseml.alltoall_async(src, _splits_of(splits), name, dtype,
                                set_id)
     _handles[h] = ("alltoall", (tensor, _splits_device(splits)))
@@ -695,13 +703,6 @@ def _scatter_op(op):
     return op
 
 
-def _scatter_slice(rows, members, me):
-    """(offset, rows) of rank `me`'s part of `rows` rows dealt over `members` ranks: in rank
-    order, the first rows % members ranks getting one more (the engine's reducescatter rule)."""
-    offset = sum(_riseml.reducescatter_rows(rows, members, r) for r in range(me))
-    return offset, _riseml.reducescatter_rows(rows, members, me)
-
-
 def _check_scatterable(tensors):
     for t in tensors:
         if t.dim() == 0:
@@ -710,20 +711,20 @@ def _check_scatterable(tensors):
 
 def _reducescatter_on_gpu(tensors, name, op, prescale_factor, postscale_factor, set_id,
                           members, me):
-    """reducescatter of CUDA tensors on their GPU, as Horovod's GPU reducescatter computes it
-    (scaling in the tensor's own type on the device): one device allreduce of all of them
-    (Average: over the process set), then this rank's rows of each, at synchronize."""
+    """reducescatter of CUDA tensors on their GPU, as one engine operation: packed rank-major on
+    the device, scaled in the tensor's own type (as Horovod's GPU reducescatter), one NCCL
+    reduce-scatter, this rank's rows unpacked into tensors of their own (stream-ordered)."""
     _check_scatterable(tensors)
     views = _one_device_views(tensors, "reducescatter")
     srcs = [v[0] for v in views]
-    reduced = [_torch.empty_like(s) for s in srcs]
-    slices = [_scatter_slice(s.shape[0], members, me) for s in srcs]
+    outs = [_torch.empty((_riseml.reducescatter_rows(s.shape[0], members, me),) +
+                         tuple(s.shape[1:]), dtype=s.dtype, device=s.device) for s in srcs]
     _, dtype, device, stream = views[0]
-    h = _riseml.device_allreduce_async([s.data_ptr() for s in srcs],
-                                       [r.data_ptr() for r in reduced],
-                                       [list(s.shape) for s in srcs], dtype, device, stream,
-                                       name, op, prescale_factor, postscale_factor, set_id)
-    _handles[h] = ("reducescatter-gpu", (reduced, slices, srcs))
+    h = _riseml.device_reducescatter_async([s.data_ptr() for s in srcs],
+                                           [o.data_ptr() for o in outs],
+                                           [list(s.shape) for s in srcs], dtype, device, stream,
+                                           name, op, prescale_factor, postscale_factor, set_id)
+    _handles[h] = ("reducescatter-gpu", (outs, srcs))
     return h
 
 
@@ -854,6 +855,17 @@ def synchronize(handle):
             _riseml.copy_device_result(handle, result.data_ptr(),
                                        _torch.cuda.current_stream(cpu.device).cuda_stream)
             return result
+        if output == "alltoall-gpu":
+            # As allgather-gpu: the rows wait in the engine's device buffer.
+            (shape, received), (src, splits_device) = gathered, cpu
+            try:
+                result = _torch.empty(shape, dtype=src.dtype, device=src.device)
+            except BaseException:
+                _riseml.copy_device_result(handle, 0)  # drop it
+                raise
+            _riseml.copy_device_result(handle, result.data_ptr(),
+                                       _torch.cuda.current_stream(src.device).cuda_stream)
+            return result, _torch.tensor(received, dtype=_torch.int32, device=splits_device)
         if output == "allgather":
             return _from_engine(gathered, cpu)
         if output == "grouped_allgather":
@@ -867,13 +879,8 @@ def synchronize(handle):
             tensors, dst_cpus = cpu
             outs = [d.to(t.device) for d, t in zip(dst_cpus, tensors)]
             return outs[0] if output == "reducescatter-one" else outs
-        if output in ("reducescatter-gpu", "reducescatter-gpu-one"):
-            # This rank's rows of each reduced tensor, as tensors of their own (the reduced
-            # tensors are as large as the inputs), copied on torch's stream.
-            reduced, slices = cpu[0], cpu[1]
-            outs = [r.narrow(0, offset, rows).clone(memory_format=_torch.contiguous_format)
-                    for r, (offset, rows) in zip(reduced, slices)]
-            return outs[0] if output == "reducescatter-gpu-one" else outs
+        if output == "reducescatter-gpu":
+            return cpu[0]  # this rank's rows, written on the engine's stream (torch's waits)
     if isinstance(output, list):
         return [_deliver(o, c) for o, c in zip(output, cpu)]
     return _deliver(output, cpu)

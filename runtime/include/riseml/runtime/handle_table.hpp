@@ -44,7 +44,7 @@ class HandleTable {
   void take_name(int process_set, const std::string& name);
   void release_name(int process_set, const std::string& name);
 
-  // `keeps_device_result`: an allgather of device tensors, whose bytes stay on the device
+  // `keeps_device_result`: an allgather or alltoall of device tensors, whose bytes stay on the device
   // after wait() until copy_device_result() takes them. Ids start at 1 and are never reused.
   // The name taken for it (take_name) is given back when it leaves the table.
   HandleId add(engine::Handle handle, Attachment attachment, bool keeps_device_result,
