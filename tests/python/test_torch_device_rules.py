@@ -244,7 +244,7 @@ def test_alltoall_received_splits_follow_the_splits_tensor():
     assert hvd._splits_device(None) == torch.device("cpu")
 
 
-def test_alltoall_on_the_gpu_path_is_one_device_operation():
+def test_alltoall_and_allgather_on_the_gpu_path_are_device_operations():
     n, r = hvd.size(), hvd.rank()
     # rank r sends j + 1 rows of 3 to rank j, each row telling who sent it to whom
     x = torch.cat([torch.full((j + 1, 3), float(10 * r + j)) for j in range(n)])
@@ -260,6 +260,11 @@ def test_alltoall_on_the_gpu_path_is_one_device_operation():
     assert plain.dtype == torch.int16 and plain.tolist() == [
         100 * q + 2 * r + k for q in range(n) for k in range(2)], plain
     assert flags.dtype == torch.bool and flags.tolist() == [True, False] * n, flags
+    # allgather's result waits in the engine's device buffer too: rank q gives q + 1 rows
+    with FakeGpu():
+        gathered = hvd.allgather(torch.full((r + 1, 2), float(r), dtype=torch.float64))
+    want = torch.cat([torch.full((q + 1, 2), float(q), dtype=torch.float64) for q in range(n)])
+    assert gathered.dtype == torch.float64 and torch.equal(gathered, want), gathered
 
 
 def test_process_set_without_ranks_is_every_rank():

@@ -832,6 +832,20 @@ def _from_engine(array, like):
     return result.to(like.device)
 
 
+def _take_device_result(handle, shape, like):
+    """A device allgather's or alltoall's rows, which wait in the engine's device buffer, in a
+    new tensor of `shape` like `like`; the copy runs on torch's stream, after whatever made the
+    allocation free."""
+    try:
+        result = _torch.empty(shape, dtype=like.dtype, device=like.device)
+    except BaseException:
+        _riseml.copy_device_result(handle, 0)  # drop it
+        raise
+    _riseml.copy_device_result(handle, result.data_ptr(),
+                               _torch.cuda.current_stream(like.device).cuda_stream)
+    return result
+
+
 def synchronize(handle):
     """Waits (releasing the GIL) and returns the operation's output tensor(s)."""
     if isinstance(handle, _SparseHandle):
@@ -844,28 +858,12 @@ def synchronize(handle):
         return None
     output, cpu = entry[0], entry[1]
     if isinstance(output, str):
-        if output == "allgather-gpu":
-            # `gathered` is the shape; the rows wait in the engine's device buffer. The copy
-            # runs on torch's stream, after whatever made the allocation free.
-            try:
-                result = _torch.empty(gathered, dtype=cpu.dtype, device=cpu.device)
-            except BaseException:
-                _riseml.copy_device_result(handle, 0)  # drop it
-                raise
-            _riseml.copy_device_result(handle, result.data_ptr(),
-                                       _torch.cuda.current_stream(cpu.device).cuda_stream)
-            return result
+        if output == "allgather-gpu":  # `gathered` is the shape
+            return _take_device_result(handle, gathered, cpu)
         if output == "alltoall-gpu":
-            # As allgather-gpu: the rows wait in the engine's device buffer.
             (shape, received), (src, splits_device) = gathered, cpu
-            try:
-                result = _torch.empty(shape, dtype=src.dtype, device=src.device)
-            except BaseException:
-                _riseml.copy_device_result(handle, 0)  # drop it
-                raise
-            _riseml.copy_device_result(handle, result.data_ptr(),
-                                       _torch.cuda.current_stream(src.device).cuda_stream)
-            return result, _torch.tensor(received, dtype=_torch.int32, device=splits_device)
+            return (_take_device_result(handle, shape, src),
+                    _torch.tensor(received, dtype=_torch.int32, device=splits_device))
         if output == "allgather":
             return _from_engine(gathered, cpu)
         if output == "grouped_allgather":
