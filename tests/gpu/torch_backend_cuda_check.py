@@ -15,8 +15,8 @@ each run checks, with init_process_group("riseml") as the default group and an n
    collective issued while a side stream is current, between kernels on that stream, with no
    synchronize in between (our stream waits for the caller's stream; the caller's waits for us);
 2. reduce_scatter_tensor (SUM, MAX, AVG; float32, bfloat16, int32), reduce_scatter with unequal
-   blocks, reduce_scatter_tensor coalesced (FSDP's gradient path) and all_to_all_single equal
-   nccl's;
+   blocks, reduce_scatter_tensor coalesced (FSDP's gradient path), all_to_all_single, reduce,
+   gather and scatter equal nccl's;
 3. a DDP training step: the same model, data and seed through riseml and through nccl: the
    parameters after 5 steps agree, and the step time (median of 30) within 3% of nccl's;
 4. all_reduce time from 1 MiB up (float32, CUDA events, median of 20 after 5 warm-ups) beside
@@ -246,6 +246,29 @@ def worker(args):
         dist.all_to_all_single(d, y, group=nccl)
         return torch.equal(a, b) and torch.equal(c, d)
     check("all_to_all_single (equal and given splits) equals nccl", all_to_all_splits)
+
+    def rooted():
+        ok = True
+        for root in range(size):
+            a = data(1001, torch.float32, 11)
+            b = a.clone()
+            dist.reduce(a, dst=root)
+            dist.reduce(b, dst=root, group=nccl)
+            ok = ok and (torch.equal(a, b) if rank == root else torch.equal(a, data(1001, torch.float32, 11)))
+            x = data(33, torch.float32, 12)
+            ga = [torch.empty_like(x) for _ in range(size)] if rank == root else None
+            gb = [torch.empty_like(x) for _ in range(size)] if rank == root else None
+            dist.gather(x, ga, dst=root)
+            dist.gather(x, gb, dst=root, group=nccl)
+            if rank == root:
+                ok = ok and all(torch.equal(p, q) for p, q in zip(ga, gb))
+            ins = [data(17, torch.float32, 13 + r) for r in range(size)] if rank == root else None
+            sa, sb = torch.empty(17, device=dev), torch.empty(17, device=dev)
+            dist.scatter(sa, ins, src=root)
+            dist.scatter(sb, ins, src=root, group=nccl)
+            ok = ok and torch.equal(sa, sb)
+        return ok
+    check("reduce, gather and scatter from every root equal nccl", rooted)
     dist.barrier()
 
     # 3. DDP: same parameters after 5 steps, step time beside nccl's

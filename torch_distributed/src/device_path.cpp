@@ -78,8 +78,8 @@ std::string device_refusal(std::string_view operation) {
   if (gpu_path_built())
     return "riseml " + op + ": CUDA tensors are not supported by this op (riseml runs "
            "allreduce, allreduce_coalesced, broadcast, allgather, all_gather_into_tensor, "
-           "reduce_scatter, reduce_scatter_tensor, their coalesced forms, all_to_all and "
-           "all_to_all_single on CUDA tensors); for the others use init_process_group(backend=\"cpu:riseml,"
+           "reduce_scatter, reduce_scatter_tensor, their coalesced forms, all_to_all, "
+           "all_to_all_single, reduce, gather and scatter on CUDA tensors); for the others use init_process_group(backend=\"cpu:riseml,"
            "cuda:nccl\"), which runs CUDA tensors on NCCL";
 #if RISEML_TORCH_MAJOR >= 2
   const std::string instead = "init_process_group(backend=\"cpu:riseml,cuda:nccl\")";

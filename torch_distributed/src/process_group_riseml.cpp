@@ -372,11 +372,26 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::allreduce_coalesced(
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::reduce(std::vector<at::Tensor>& tensors,
                                                           const c10d::ReduceOptions& opts) {
-  host_only("reduce", tensors);
   expect_one(tensors, "reduce");
   const int root = static_cast<int>(opts.rootRank);
   check_root(root, size_, "reduce");
   at::Tensor t = tensors[0];
+  if (on_device(tensors, "reduce")) {
+    const CoreView v = device_view(t, "reduce");
+    const ReduceOp op = device_reduction(opts.reduceOp, t, "reduce");
+    const bool mine = rank_ == root;
+    // An allreduce: on the root's tensor, on a copy elsewhere (their tensors stay as they are).
+    return enqueue_device(c10d::OpType::REDUCE, tensors, tensors,
+                          [t, v, op, mine](DeviceCollectives& d) {
+                            if (v.count == 0) return;
+                            if (mine) {
+                              d.allreduce(v.data, v.count, v.type, op);
+                              return;
+                            }
+                            at::Tensor copy = t.clone();
+                            d.allreduce(copy.data_ptr(), v.count, v.type, op);
+                          });
+  }
   const CoreView v = core_view(t, "reduce");
   const Reduction r = reduction_for(opts.reduceOp, t, "reduce");
   return enqueue(queue_, c10d::OpType::REDUCE, tensors, [this, t, v, r, root]() mutable {
@@ -501,12 +516,14 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::allgather_coalesced(
 c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::gather(
     std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
     const c10d::GatherOptions& opts) {
-  host_only("gather", inputs);
   expect_one(inputs, "gather");
   const int root = static_cast<int>(opts.rootRank);
   check_root(root, size_, "gather");
   at::Tensor in = inputs[0];
-  const CoreView v = core_view(in, "gather");
+  std::vector<at::Tensor> used = inputs;
+  if (!outputs.empty()) used.insert(used.end(), outputs[0].begin(), outputs[0].end());
+  const bool device = on_device(used, "gather");
+  const CoreView v = device ? device_view(in, "gather") : core_view(in, "gather");
   std::vector<at::Tensor> outs;
   if (rank_ == root) {
     if (outputs.size() != 1 || outputs[0].size() != static_cast<std::size_t>(size_))
@@ -516,6 +533,30 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::gather(
     outs = outputs[0];
   } else if (!outputs.empty() && !outputs[0].empty()) {
     refuse("gather", "only the root (rank " + std::to_string(root) + ") takes output tensors");
+  }
+  if (device) {
+    for (const auto& t : outs) device_view(t, "gather");
+    const int size = size_;
+    const bool mine = rank_ == root;
+    // As the host form below: an alltoall in which every rank sends only to the root.
+    return enqueue_device(c10d::OpType::GATHER, outs, used,
+                          [in, v, outs, root, size, mine](DeviceCollectives& d) mutable {
+                            if (v.count == 0) return;
+                            std::vector<std::size_t> send(static_cast<std::size_t>(size), 0);
+                            std::vector<std::size_t> recv(static_cast<std::size_t>(size), mine ? v.count : 0);
+                            send[static_cast<std::size_t>(root)] = v.count;
+                            if (!mine) {
+                              d.alltoallv(v.data, send, nothing(), recv, v.type);
+                              return;
+                            }
+                            if (void* base = back_to_back(outs)) {
+                              d.alltoallv(v.data, send, base, recv, v.type);
+                              return;
+                            }
+                            at::Tensor all = at::empty({size * in.numel()}, in.options());
+                            d.alltoallv(v.data, send, all.data_ptr(), recv, v.type);
+                            unflatten(all, outs);
+                          });
   }
   return enqueue(queue_, c10d::OpType::GATHER, outs, [this, in, v, outs, root]() mutable {
     std::vector<std::size_t> send(static_cast<std::size_t>(size_), 0);
@@ -539,22 +580,42 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::gather(
 c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::scatter(
     std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
     const c10d::ScatterOptions& opts) {
-  host_only("scatter", outputs);
   expect_one(outputs, "scatter");
   const int root = static_cast<int>(opts.rootRank);
   check_root(root, size_, "scatter");
   at::Tensor out = outputs[0];
-  const CoreView v = core_view(out, "scatter");
+  std::vector<at::Tensor> used = outputs;
+  if (!inputs.empty()) used.insert(used.end(), inputs[0].begin(), inputs[0].end());
+  const bool device = on_device(used, "scatter");
+  const CoreView v = device ? device_view(out, "scatter") : core_view(out, "scatter");
   at::Tensor flat;
   if (rank_ == root) {
     if (inputs.size() != 1 || inputs[0].size() != static_cast<std::size_t>(size_))
       refuse("scatter", "the root takes one input list of " + std::to_string(size_) +
                             " tensors");
     check_same_shape(inputs[0], out, "scatter", "input");
-    check_list(inputs[0], "scatter");
+    if (device) {
+      for (const auto& t : inputs[0]) device_view(t, "scatter");
+    } else {
+      check_list(inputs[0], "scatter");
+    }
     flat = at::cat(inputs[0]).reshape({-1});  // here: the caller may reuse its list at once
   } else if (!inputs.empty() && !inputs[0].empty()) {
     refuse("scatter", "only the root (rank " + std::to_string(root) + ") takes input tensors");
+  }
+  if (device) {
+    // `flat` was made on the caller's stream: ours waits for it and keeps its memory.
+    if (flat.defined()) used.push_back(flat);
+    const int size = size_;
+    const bool mine = rank_ == root;
+    return enqueue_device(c10d::OpType::SCATTER, outputs, used,
+                          [flat, v, root, size, mine](DeviceCollectives& d) {
+                            if (v.count == 0) return;
+                            std::vector<std::size_t> send(static_cast<std::size_t>(size), mine ? v.count : 0);
+                            std::vector<std::size_t> recv(static_cast<std::size_t>(size), 0);
+                            recv[static_cast<std::size_t>(root)] = v.count;
+                            d.alltoallv(mine ? flat.data_ptr() : nothing(), send, v.data, recv, v.type);
+                          });
   }
   return enqueue(queue_, c10d::OpType::SCATTER, outputs, [this, flat, v, root] {
     std::vector<std::size_t> send(static_cast<std::size_t>(size_), 0);

@@ -9,7 +9,8 @@ list forms, the Work and its future, with the CPU communicator standing in for N
 streams. Checked here: results of allreduce (every reduce op and dtype the GPU collectives
 take), broadcast, all_gather (list, chunks of one tensor), all_gather_into_tensor,
 all_reduce_coalesced, reduce_scatter_tensor, reduce_scatter (equal and unequal blocks), their
-coalesced forms, all_to_all_single (equal and given splits) and all_to_all, async futures, device ops interleaved with CPU-path ops (barrier), a
+coalesced forms, all_to_all_single (equal and given splits), all_to_all, reduce, gather and
+scatter, async futures, device ops interleaved with CPU-path ops (barrier), a
 DDP training step against the same step computed locally, and the refusals: the ops and
 dtypes the GPU collectives lack fail that call, naming the op and the fix
 ("cpu:riseml,cuda:nccl"). What needs a GPU (events, our stream, recordStream, NCCL) is
@@ -145,6 +146,7 @@ def main():
 
     reduce_scatters(rank, size)
     all_to_alls(rank, size)
+    rooted(rank, size)
 
     # async, futures, interleaved with a CPU-path op
     works, tensors = [], []
@@ -170,9 +172,6 @@ def main():
     refused(lambda: dist.all_reduce(torch.ones(3, dtype=torch.bool)), "allreduce", "bool")
     refused(lambda: dist.all_reduce(torch.ones(3, dtype=torch.int32), op=R.BAND),
             "allreduce", "BAND")
-    refused(lambda: dist.reduce(torch.ones(2), dst=0), "reduce", "reduce")
-    refused(lambda: dist.gather(torch.ones(2), [torch.zeros(2)] * size if rank == 0 else None,
-                                dst=0), "gather", "gather")
     if size > 1:
         peer = (rank + 1) % size
         refused(lambda: dist.send(torch.ones(2), dst=peer), "send", "send")
@@ -282,6 +281,25 @@ def all_to_alls(rank, size):
     dist.all_to_all(list(whole.chunk(size)), [block(rank, j, 2) for j in range(size)])
     check(torch.equal(whole, torch.cat([block(r, rank, 2) for r in range(size)])),
           "all_to_all into chunks of one tensor")
+
+
+def rooted(rank, size):
+    """reduce (the root gets the result, the others keep their tensors), gather and scatter,
+    from every root."""
+    for root in range(size):
+        t = value(rank, 7, torch.float32)
+        dist.reduce(t, dst=root, op=R.MAX)
+        want = expected(R.MAX, torch.float32, 7, size) if rank == root else value(rank, 7, torch.float32)
+        check(torch.equal(t, want), "reduce MAX to %d" % root)
+        mine = torch.full((2, 3), float(rank))
+        outs = [torch.zeros(2, 3) for _ in range(size)] if rank == root else None
+        dist.gather(mine, outs, dst=root)
+        if rank == root:
+            check(all(torch.all(outs[r] == r) for r in range(size)), "gather to %d" % root)
+        out = torch.zeros(4)
+        ins = [torch.full((4,), float(10 * root + r)) for r in range(size)] if rank == root else None
+        dist.scatter(out, ins, src=root)
+        check(torch.all(out == 10 * root + rank), "scatter from %d: %s" % (root, out))
 
 
 def ddp_step(rank, size):
