@@ -22,6 +22,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -242,9 +243,12 @@ void copy_device_result(void* dst, const std::shared_ptr<void>& src, std::size_t
                         void* stream, const DeviceEvent* after) {
   if (bytes == 0) return;
   auto s = static_cast<cudaStream_t>(stream);
+  const ResultFree* owner = std::get_deleter<ResultFree>(src);
+  // On the result's device: stream 0 is that device's legacy stream, and the event is its.
+  std::optional<DeviceScope> scope;
+  if (owner) scope.emplace(owner->device());
   if (after) after->order_stream_after(stream);
   check(cudaMemcpyAsync(dst, src.get(), bytes, cudaMemcpyDefault, s), "cudaMemcpyAsync", -1);
-  const ResultFree* owner = std::get_deleter<ResultFree>(src);
   if (!owner) {  // not ours: complete before the source may be freed
     check(cudaStreamSynchronize(s), "cudaStreamSynchronize", -1);
     return;
@@ -328,16 +332,18 @@ class CudaDevicePath final : public DevicePath {
     std::byte* recv = send + ranks * layout.share * esize;
     if (layout.padded)  // the padding takes part in the reduction: zeros, never NaN
       check(cudaMemsetAsync(send, 0, ranks * layout.share * esize, work_), "cudaMemsetAsync", device_);
-    // One batched pack per rank's share: its block of every tensor, end to end.
+    // One batched pack per rank's share: its block of every tensor, end to end. before[i]:
+    // where tensor i's block for rank r starts in its input.
+    std::vector<std::size_t> before(tensors.size(), 0);
     for (std::size_t r = 0; r < ranks; ++r) {
       inputs_.clear();
       bytes_.clear();
       for (std::size_t i = 0; i < tensors.size(); ++i) {
-        if (!blocks[i][r]) continue;
-        std::size_t before = 0;
-        for (std::size_t q = 0; q < r; ++q) before += blocks[i][q];
-        inputs_.push_back(static_cast<const std::byte*>(tensors[i].input) + before * esize);
-        bytes_.push_back(blocks[i][r] * esize);
+        if (blocks[i][r]) {
+          inputs_.push_back(static_cast<const std::byte*>(tensors[i].input) + before[i] * esize);
+          bytes_.push_back(blocks[i][r] * esize);
+        }
+        before[i] += blocks[i][r];
       }
       if (!inputs_.empty())
         cuda::pack(send + r * layout.share * esize, inputs_.data(), bytes_.data(), inputs_.size(), work_);
