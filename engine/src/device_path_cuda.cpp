@@ -389,10 +389,7 @@ class CudaDevicePath final : public DevicePath {
     if (total == 0) return out;
     if (t.input) wait_ready(std::span(&t, 1));
     gpu_->allgatherv(t.input, out.get(), counts, type, work_);
-    // Freed only after the allgather that writes it (a result nobody copies out).
-    auto written = EventPool::of(device_, kMarkerFlags).take();
-    check(cudaEventRecord(written.get(), work_), "cudaEventRecord", device_);
-    std::get_deleter<ResultFree>(out)->add_reader(std::move(written));
+    written_now(out);
     return out;
   }
 
@@ -406,9 +403,7 @@ class CudaDevicePath final : public DevicePath {
     if (received == 0 && sent == 0) return out;
     if (t.input) wait_ready(std::span(&t, 1));
     gpu_->alltoallv(t.input, send, out.get(), recv, type, work_);
-    auto written = EventPool::of(device_, kMarkerFlags).take();
-    check(cudaEventRecord(written.get(), work_), "cudaEventRecord", device_);
-    std::get_deleter<ResultFree>(out)->add_reader(std::move(written));
+    written_now(out);
     return out;
   }
 
@@ -539,6 +534,14 @@ class CudaDevicePath final : public DevicePath {
       offset += t.count * esize;
     }
     flush();
+  }
+
+  // A result of result_alloc() is freed only after the work queued so far, which writes it
+  // (a result nobody copies out).
+  void written_now(const std::shared_ptr<void>& result) {
+    auto written = EventPool::of(device_, kMarkerFlags).take();
+    check(cudaEventRecord(written.get(), work_), "cudaEventRecord", device_);
+    std::get_deleter<ResultFree>(result)->add_reader(std::move(written));
   }
 
   void* fusion(std::size_t bytes) {

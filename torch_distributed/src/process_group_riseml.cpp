@@ -807,9 +807,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::alltoall(std::vector<at::Tens
     return enqueue_device(c10d::OpType::ALLTOALL, outputs, used,
                           [ins, outs, send, recv, type](DeviceCollectives& d) mutable {
                             int64_t total = 0;
-                            for (const auto& t : outs) total += as_core(t).numel();
+                            for (const auto& t : outs) total += t.numel();
                             int64_t sent = 0;
-                            for (const auto& t : ins) sent += as_core(t).numel();
+                            for (const auto& t : ins) sent += t.numel();
                             if (total == 0 && sent == 0) return;
                             const at::Tensor flat_in = sent ? device_flat(ins) : at::Tensor();
                             const void* from = sent ? flat_in.data_ptr() : nothing();
@@ -817,14 +817,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::alltoall(std::vector<at::Tens
                               d.alltoallv(from, send, base, recv, type);
                               return;
                             }
-                            at::Tensor flat_out = at::empty({total}, as_core(outs.front()).options());
+                            at::Tensor flat_out = at::empty({total}, outs.front().options());
                             d.alltoallv(from, send, total ? flat_out.data_ptr() : nothing(), recv, type);
-                            int64_t offset = 0;
-                            for (auto& t : outs) {
-                              at::Tensor core = as_core(t);
-                              core.copy_(flat_out.narrow(0, offset, core.numel()));
-                              offset += core.numel();
-                            }
+                            unflatten(flat_out, outs);
                           });
   }
   check_list(inputs, "alltoall");
@@ -950,26 +945,19 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::reduce_scatter_tensor_coalesc
                           [ins, outs, reduce, size](DeviceCollectives& d) mutable {
                             // Rank-major packing as the host form below.
                             int64_t per_rank = 0;
-                            for (const auto& t : outs) per_rank += as_core(t).numel();
+                            for (const auto& t : outs) per_rank += t.numel();
                             if (per_rank == 0) return;
-                            const at::Tensor first = as_core(ins.front());
-                            at::Tensor packed = at::empty({size, per_rank}, first.options());
+                            at::Tensor packed = at::empty({size, per_rank}, ins.front().options());
                             int64_t offset = 0;
                             for (std::size_t i = 0; i < ins.size(); ++i) {
-                              const int64_t n = as_core(outs[i]).numel();
-                              packed.narrow(1, offset, n).copy_(as_core(ins[i]).view({size, n}));
+                              const int64_t n = outs[i].numel();
+                              packed.narrow(1, offset, n).copy_(ins[i].reshape({size, n}));
                               offset += n;
                             }
-                            at::Tensor mine = at::empty({per_rank}, first.options());
-                            const CoreView v = device_view(ins.front(), "reduce_scatter_tensor_coalesced");
-                            d.reduce_scatter(packed.data_ptr(), mine.data_ptr(),
-                                             static_cast<std::size_t>(per_rank), v.type, reduce);
-                            offset = 0;
-                            for (auto& t : outs) {
-                              at::Tensor core = as_core(t);
-                              core.copy_(mine.narrow(0, offset, core.numel()));
-                              offset += core.numel();
-                            }
+                            at::Tensor mine = at::empty({per_rank}, packed.options());
+                            const CoreView v = device_view(mine, "reduce_scatter_tensor_coalesced");
+                            d.reduce_scatter(packed.data_ptr(), v.data, v.count, v.type, reduce);
+                            unflatten(mine, outs);
                           });
   }
   const Reduction r = reduction_for(opts.reduceOp, outputs.front(), op);
