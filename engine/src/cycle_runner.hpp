@@ -8,6 +8,7 @@
 // take it (Communicator::wait_for_peers).
 #pragma once
 
+#include <functional>
 #include <mutex>
 
 namespace riseml::engine {
@@ -18,10 +19,16 @@ struct HandleState;
 struct CycleRunner {
   std::mutex mutex;
   EngineLoop* loop = nullptr;  // null once the engine is gone (guarded by `mutex`)
+  // A waiter that finds the engine thread holding `mutex` (in a cycle, or looking at the
+  // links) cannot run the cycle itself: `wake` makes the engine thread start the next one at
+  // once instead of waiting out the cycle time, which a blocked caller gains nothing from.
+  // Set while the engine lives (guarded by `wake_mutex`, so it is never called on a dead one).
+  std::mutex wake_mutex;
+  std::function<void()> wake;
 };
 
 // Called by Handle::wait before it blocks: runs cycles until `handle` is done when the runner
-// is free (and the engine lives and allows it); returns at once otherwise.
+// is free (and the engine lives and allows it); else hurries the engine thread and returns.
 void help_run_cycles(CycleRunner& runner, HandleState& handle);
 
 }  // namespace riseml::engine

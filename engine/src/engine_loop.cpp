@@ -51,12 +51,23 @@ EngineLoop::EngineLoop(Rendezvous& rendezvous, const CommunicatorOptions& commun
                                      gpu_options(options_.gpu, communicator_options)},
                 options_.fusion_threshold) {
   if (rank_ == 0 && !options_.timeline_path.empty()) timeline_.open(options_.timeline_path);
-  if (options_.waiters_run_cycles) runner_->loop = this;
+  if (options_.waiters_run_cycles) {
+    runner_->loop = this;
+    std::lock_guard wake_lock(runner_->wake_mutex);
+    runner_->wake = [this] {
+      resume_ = true;
+      comm_->interrupt_wait();
+    };
+  }
   planned_ = Clock::now();
   thread_ = std::thread([this] { run(); });
 }
 
 EngineLoop::~EngineLoop() {
+  {
+    std::lock_guard wake_lock(runner_->wake_mutex);
+    runner_->wake = nullptr;
+  }
   shutdown();
   std::lock_guard lock(runner_->mutex);  // after any helper that is still in a cycle
   runner_->loop = nullptr;
@@ -188,7 +199,15 @@ void EngineLoop::run_cycles_until_done(HandleState& handle) {
 
 void help_run_cycles(CycleRunner& runner, HandleState& handle) {
   std::unique_lock lock(runner.mutex, std::try_to_lock);
-  if (!lock.owns_lock() || runner.loop == nullptr) return;  // the engine thread is in a cycle
+  if (!lock.owns_lock()) {
+    // The engine thread is in a cycle or looking at the links: it runs the next cycle at once
+    // (after a GPU cycle it would otherwise wait out the cycle time, and so would the peers).
+    if (handle.is_settled()) return;
+    std::lock_guard wake_lock(runner.wake_mutex);
+    if (runner.wake) runner.wake();
+    return;
+  }
+  if (runner.loop == nullptr) return;
   if (handle.census) handle.census->waiting.fetch_add(1);
   runner.loop->run_cycles_until_done(handle);
   if (handle.census) handle.census->waiting.fetch_sub(1);
