@@ -75,10 +75,13 @@ class DevicePath {
                              DataType type, ReduceOp op, double prescale, double postscale) = 0;
   // In place on t.output (t.input copied there first); a joined rank passes no buffers.
   virtual void broadcast(const DeviceTensor& t, DataType type, int root) = 0;
-  // counts[r] elements from rank r; the result in a device buffer of the sum of counts.
-  virtual std::shared_ptr<void> allgatherv(const DeviceTensor& t,
-                                           std::span<const std::size_t> counts,
-                                           DataType type) = 0;
+  // A grouped allgather: tensor i gives counts[i][r] elements from rank r (its input holds
+  // counts[i][rank]; null on a rank that gives none). The result in one device buffer, tensor
+  // by tensor, each in rank order (GatherLayout). One tensor: straight into the result; more:
+  // packed, one allgather, unpacked (a batched copy per rank), all enqueued.
+  virtual std::shared_ptr<void> allgatherv(std::span<const DeviceTensor> tensors,
+                                           std::span<const std::vector<std::size_t>> counts,
+                                           int rank, DataType type) = 0;
 
   // send[r] elements of t.input to rank r, recv[r] from rank r; the result (in rank order) in a
   // device buffer of the sum of recv, as allgatherv's.
@@ -125,6 +128,37 @@ struct ScatterLayout {
     }
     for (std::size_t u : used) l.share = std::max(l.share, u);
     for (std::size_t u : used) l.padded = l.padded || u != l.share;
+    return l;
+  }
+};
+
+// Where a grouped allgather puts things (counts[i][r] elements of tensor i from rank r): the
+// gathered buffer holds rank r's share (its pieces of every tensor, end to end) at
+// share_start[r]; tensor i's piece from rank r lies at offset[i][r] within that share and, in
+// the result (tensor by tensor, each in rank order), at result[i][r].
+struct GatherLayout {
+  std::vector<std::size_t> share, share_start;
+  std::vector<std::vector<std::size_t>> offset, result;
+  std::size_t total = 0;
+  static GatherLayout of(std::span<const std::vector<std::size_t>> counts) {
+    GatherLayout l;
+    const std::size_t ranks = counts.empty() ? 0 : counts.front().size();
+    l.share.assign(ranks, 0);
+    for (const auto& c : counts) {
+      l.offset.emplace_back(ranks);
+      l.result.emplace_back(ranks);
+      for (std::size_t r = 0; r < ranks; ++r) {
+        l.offset.back()[r] = l.share[r];
+        l.share[r] += c[r];
+        l.result.back()[r] = l.total;
+        l.total += c[r];
+      }
+    }
+    std::size_t start = 0;
+    for (std::size_t s : l.share) {
+      l.share_start.push_back(start);
+      start += s;
+    }
     return l;
   }
 };

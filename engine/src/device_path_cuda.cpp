@@ -380,15 +380,50 @@ class CudaDevicePath final : public DevicePath {
     gpu_->broadcast(buffer, t.count, type, root, work_);
   }
 
-  std::shared_ptr<void> allgatherv(const DeviceTensor& t, std::span<const std::size_t> counts,
+  std::shared_ptr<void> allgatherv(std::span<const DeviceTensor> tensors,
+                                   std::span<const std::vector<std::size_t>> counts, int rank,
                                    DataType type) override {
     DeviceScope scope(device_);  // any thread that runs a cycle calls; its device is kept
-    std::size_t total = 0;
-    for (std::size_t c : counts) total += c;
-    auto out = result_alloc(total * element_size(type), device_, work_);
-    if (total == 0) return out;
-    if (t.input) wait_ready(std::span(&t, 1));
-    gpu_->allgatherv(t.input, out.get(), counts, type, work_);
+    const std::size_t esize = element_size(type);
+    const GatherLayout layout = GatherLayout::of(counts);
+    auto out = result_alloc(layout.total * esize, device_, work_);
+    if (layout.total == 0) return out;
+    const auto me = static_cast<std::size_t>(rank);
+    if (tensors.size() == 1) {  // rank order is the result's order: straight into it
+      if (tensors.front().input) wait_ready(tensors);
+      gpu_->allgatherv(tensors.front().input, out.get(), layout.share, type, work_);
+      written_now(out);
+      return out;
+    }
+    // This rank's pieces end to end (one batched pack), one allgather of the shares, then one
+    // batched unpack per rank's share into the tensors' places in the result.
+    auto* send = static_cast<std::byte*>(fusion((layout.share[me] + layout.total) * esize));
+    std::byte* gathered = send + layout.share[me] * esize;
+    inputs_.clear();
+    bytes_.clear();
+    for (std::size_t i = 0; i < tensors.size(); ++i) {
+      if (!counts[i][me]) continue;
+      inputs_.push_back(tensors[i].input);
+      bytes_.push_back(counts[i][me] * esize);
+    }
+    if (!inputs_.empty()) {
+      wait_ready(tensors);
+      cuda::pack(send, inputs_.data(), bytes_.data(), inputs_.size(), work_);
+    }
+    gpu_->allgatherv(send, gathered, layout.share, type, work_);
+    auto* result = static_cast<std::byte*>(out.get());
+    for (std::size_t r = 0; r < layout.share.size(); ++r) {
+      outputs_.clear();
+      bytes_.clear();
+      for (std::size_t i = 0; i < tensors.size(); ++i) {
+        if (!counts[i][r]) continue;
+        outputs_.push_back(result + layout.result[i][r] * esize);
+        bytes_.push_back(counts[i][r] * esize);
+      }
+      if (!outputs_.empty())
+        cuda::unpack(gathered + layout.share_start[r] * esize, outputs_.data(), bytes_.data(),
+                     outputs_.size(), work_);
+    }
     written_now(out);
     return out;
   }

@@ -103,17 +103,31 @@ class HostStandinPath final : public DevicePath {
     cpu_.broadcast(t.output, bytes, DataType::uint8, root);
   }
 
-  std::shared_ptr<void> allgatherv(const DeviceTensor& t, std::span<const std::size_t> counts,
+  std::shared_ptr<void> allgatherv(std::span<const DeviceTensor> tensors,
+                                   std::span<const std::vector<std::size_t>> counts, int rank,
                                    DataType type) override {
     const std::size_t esize = element_size(type);
-    std::size_t total = 0;
+    const GatherLayout layout = GatherLayout::of(counts);
+    auto out = std::shared_ptr<std::byte[]>(new std::byte[std::max<std::size_t>(layout.total * esize, 1)]);
     std::vector<std::size_t> bytes;
-    for (std::size_t c : counts) {
-      total += c * esize;
-      bytes.push_back(c * esize);
+    for (std::size_t s : layout.share) bytes.push_back(s * esize);
+    if (tensors.size() == 1) {  // rank order is the result's order
+      cpu_.allgatherv(tensors.front().input, out.get(), bytes, DataType::uint8);
+      return std::shared_ptr<void>(out, out.get());
     }
-    auto out = std::shared_ptr<std::byte[]>(new std::byte[total ? total : 1]);
-    cpu_.allgatherv(t.input, out.get(), bytes, DataType::uint8);
+    const auto me = static_cast<std::size_t>(rank);
+    fusion_.assign((layout.share[me] + layout.total) * esize, std::byte{0});
+    std::byte* send = fusion_.data();
+    std::byte* gathered = send + layout.share[me] * esize;
+    for (std::size_t i = 0; i < tensors.size(); ++i)
+      if (counts[i][me]) std::memcpy(send + layout.offset[i][me] * esize, tensors[i].input, counts[i][me] * esize);
+    cpu_.allgatherv(send, gathered, bytes, DataType::uint8);
+    for (std::size_t i = 0; i < tensors.size(); ++i)
+      for (std::size_t r = 0; r < layout.share.size(); ++r)
+        if (counts[i][r])
+          std::memcpy(out.get() + layout.result[i][r] * esize,
+                      gathered + (layout.share_start[r] + layout.offset[i][r]) * esize,
+                      counts[i][r] * esize);
     return std::shared_ptr<void>(out, out.get());
   }
 

@@ -161,20 +161,25 @@ void DeviceStrategy::broadcast(DevicePath& p, const TableEntry& g, const LocalRe
 void DeviceStrategy::allgather(DevicePath& p, const TableEntry& g, LocalRequest* l) {
   const TensorMeta& m = reference(g);
   const std::size_t esize = element_size(m.dtype);
-  // Rows from the ranks that submitted, none from joined ones.
-  std::vector<std::size_t> counts(static_cast<std::size_t>(context_.size), 0);
-  std::int64_t rows = 0;
-  std::size_t total = 0;
-  for (std::size_t r = 0; r < counts.size(); ++r) {
-    const auto& mr = g.metas[r];
-    if (!mr) continue;
-    counts[r] = element_count(mr->shapes[0]) * esize;
-    rows += mr->shapes[0][0];
-    total += counts[r];
+  // Each tensor's rows from the ranks that submitted, none from joined ones.
+  std::vector<DeviceTensor> tensors;
+  std::vector<std::vector<std::size_t>> counts(m.shapes.size(),
+                                               std::vector<std::size_t>(static_cast<std::size_t>(context_.size), 0));
+  std::vector<std::size_t> bytes(m.shapes.size(), 0);
+  std::vector<std::vector<std::int64_t>> shapes = m.shapes;
+  for (std::size_t i = 0; i < m.shapes.size(); ++i) {
+    shapes[i][0] = 0;
+    for (std::size_t r = 0; r < counts[i].size(); ++r) {
+      const auto& mr = g.metas[r];
+      if (!mr) continue;
+      counts[i][r] = element_count(mr->shapes[i]) * esize;
+      shapes[i][0] += mr->shapes[i][0];
+      bytes[i] += counts[i][r];
+    }
+    tensors.push_back(device_tensor(l, i, counts[i][static_cast<std::size_t>(context_.rank)]));
   }
-  auto out = p.allgatherv(device_tensor(l, 0, element_count(m.shapes[0]) * esize), counts,
-                          DataType::uint8);
-  if (l) keep_result(p, *l, std::move(out), total, rows, m.shapes[0]);
+  auto out = p.allgatherv(tensors, counts, context_.rank, DataType::uint8);
+  if (l) keep_result(p, *l, std::move(out), std::move(bytes), std::move(shapes));
 }
 
 void DeviceStrategy::alltoall(DevicePath& p, const TableEntry& g, LocalRequest* l) {
@@ -195,18 +200,19 @@ void DeviceStrategy::alltoall(DevicePath& p, const TableEntry& g, LocalRequest* 
   }
   auto out = p.alltoallv(device_tensor(l, 0, 0), send, recv, DataType::uint8);
   if (!l) return;
-  keep_result(p, *l, std::move(out), static_cast<std::size_t>(rows) * row, rows, m.shapes[0]);
+  std::vector<std::int64_t> shape = m.shapes[0];
+  shape[0] = rows;
+  keep_result(p, *l, std::move(out), {static_cast<std::size_t>(rows) * row}, {std::move(shape)});
   l->handle->received_splits = std::move(received);
 }
 
 void DeviceStrategy::keep_result(DevicePath& p, LocalRequest& l, std::shared_ptr<void> out,
-                                 std::size_t bytes, std::int64_t rows,
-                                 std::vector<std::int64_t> shape) {
-  shape[0] = rows;
+                                 std::vector<std::size_t> bytes,
+                                 std::vector<std::vector<std::int64_t>> shapes) {
   l.handle->device_output = std::move(out);
-  l.handle->device_output_bytes = bytes;
+  l.handle->device_output_parts = std::move(bytes);
   l.handle->copy_result = p.result_copier();
-  l.handle->output_shapes = {std::move(shape)};
+  l.handle->output_shapes = std::move(shapes);
 }
 
 }  // namespace riseml::engine

@@ -48,10 +48,10 @@ class DeviceStrategy final : public Strategy {
   void broadcast(DevicePath& p, const TableEntry& entry, const LocalRequest* mine);
   void allgather(DevicePath& p, const TableEntry& entry, LocalRequest* mine);
   void alltoall(DevicePath& p, const TableEntry& entry, LocalRequest* mine);
-  // Hands a device result of `rows` rows (shape: `shape` with that first dimension) to mine's
-  // handle, with the path's copier.
+  // Hands a device result to mine's handle, with the path's copier: one part per output, of
+  // `bytes[i]` and `shapes[i]`, end to end in `out`.
   void keep_result(DevicePath& p, LocalRequest& mine, std::shared_ptr<void> out,
-                   std::size_t bytes, std::int64_t rows, std::vector<std::int64_t> shape);
+                   std::vector<std::size_t> bytes, std::vector<std::vector<std::int64_t>> shapes);
   // A rule of the GPU path the entries break (the same on every rank: the metadata agree).
   bool refused(const std::vector<TableEntry*>& entries);
 

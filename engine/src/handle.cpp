@@ -2,6 +2,7 @@
 #include "device_path.hpp"
 #include "handle_state.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include <riseml/engine/engine.hpp>
@@ -55,13 +56,17 @@ const std::vector<std::byte>& Handle::allgather_output() const { return output(0
 
 std::size_t Handle::allgather_output_bytes() const {
   wait();
-  if (state_->device_output) return state_->device_output_bytes;
+  if (state_->device_output) {
+    std::size_t bytes = 0;
+    for (std::size_t part : state_->device_output_parts) bytes += part;
+    return bytes;
+  }
   return state_->outputs.empty() ? 0 : state_->outputs[0].size();
 }
 
 std::size_t Handle::output_count() const {
   wait();
-  return state_->outputs.size();
+  return std::max(state_->outputs.size(), state_->output_shapes.size());  // device: shapes only
 }
 
 const std::vector<std::byte>& Handle::output(std::size_t i) const {
@@ -86,9 +91,30 @@ void Handle::copy_allgather_output(void* dst, void* stream) const {
   const HandleState& s = *state_;
   if (s.device_output) {
     if (s.copy_result)
-      s.copy_result(dst, s.device_output, s.device_output_bytes, stream, s.device_done.get());
+      s.copy_result(dst, s.device_output, allgather_output_bytes(), stream, s.device_done.get());
   } else if (!s.outputs.empty() && !s.outputs[0].empty()) {
     std::memcpy(dst, s.outputs[0].data(), s.outputs[0].size());
+  }
+}
+
+void Handle::copy_device_outputs(std::span<void* const> dsts, void* stream) const {
+  wait();
+  const HandleState& s = *state_;
+  if (!s.device_output || dsts.size() != s.device_output_parts.size())
+    throw CollectiveError(ErrorKind::invalid_argument,
+                          "riseml: " + std::to_string(dsts.size()) + " destination(s) for " +
+                              (s.device_output ? std::to_string(s.device_output_parts.size()) +
+                                                     " device output(s)"
+                                               : std::string("a result that is not on a device")));
+  std::size_t offset = 0;
+  for (std::size_t i = 0; i < dsts.size(); ++i) {
+    const std::size_t bytes = s.device_output_parts[i];
+    if (dsts[i] && bytes && s.copy_result) {
+      // An alias of the result (its owner, its deleter) at this output's start.
+      std::shared_ptr<void> part(s.device_output, static_cast<std::byte*>(s.device_output.get()) + offset);
+      s.copy_result(dsts[i], part, bytes, stream, s.device_done.get());
+    }
+    offset += bytes;
   }
 }
 

@@ -26,8 +26,10 @@ struct HandleState {
   std::vector<std::vector<std::byte>> outputs;
   std::vector<std::vector<std::int64_t>> output_shapes;
   std::vector<std::int64_t> received_splits;  // alltoall
-  std::shared_ptr<void> device_output;  // allgather of device tensors (freed with the state)
-  std::size_t device_output_bytes = 0;
+  // allgather and alltoall of device tensors: the result on the device (freed with the state),
+  // one part per output, end to end, of these bytes.
+  std::shared_ptr<void> device_output;
+  std::vector<std::size_t> device_output_parts;
   int join_result = -1;
   // Device work: the caller's stream (Request::stream); once the engine enqueued the work,
   // `enqueued` and the point after it on the device. done comes later, from the path's watcher.

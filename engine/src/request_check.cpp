@@ -83,8 +83,6 @@ void check_request(const Request& r, int rank, int size) {
       break;
     case OpKind::allgather:
       if (r.tensors.empty()) bad("no tensors given");
-      if (r.tensors.size() > 1 && r.tensors.front().device >= 0)
-        bad("a grouped allgather of GPU tensors is not supported; gather them one by one");
       for (const TensorArg& t : r.tensors)
         if (t.shape.empty()) bad("a scalar cannot be gathered (needs a first dimension)");
       break;

@@ -50,7 +50,7 @@ void check_contiguous(const py::array& a, const char* what) {
 
 // What an operation attaches to its runtime handle: the arrays the engine reads or writes (alive
 // until synchronize()), and what synchronize() returns.
-enum class Result { none, gathered, gathered_list, alltoall, device_shape, device_alltoall };
+enum class Result { none, gathered, gathered_list, alltoall, device_shape, device_shapes, device_alltoall };
 
 struct PythonAttachment {
   py::object arrays;
@@ -207,6 +207,11 @@ py::object synchronize(runtime::HandleId id) {
   const engine::Handle& h = done.handle;
   if (!a || a->result == Result::none) return py::none();
   if (a->result == Result::device_shape) return py::cast(h.output_shape());  // bytes follow
+  if (a->result == Result::device_shapes) {  // one per tensor; bytes follow
+    py::list shapes;
+    for (std::size_t i = 0; i < h.output_count(); ++i) shapes.append(py::cast(h.output_shape(i)));
+    return shapes;
+  }
   if (a->result == Result::device_alltoall)
     return py::make_tuple(h.output_shape(), h.received_splits());  // bytes follow
   auto array = [&](std::size_t i) {
@@ -373,6 +378,18 @@ PYBIND11_MODULE(_riseml, m) {
     return rt().submit(ps, std::move(r), attach(py::none(), Result::device_shape));
   }, arg("input"), arg("shape"), arg("dtype"), arg("device"), arg("stream"), arg("name"),
      arg("process_set") = 0);
+  m.def("device_grouped_allgather_async", [](Pointers ins, std::vector<Shape> shapes,
+                                             std::string dtype, int device, std::uintptr_t stream,
+                                             std::string name, int ps) {
+    if (ins.empty() || ins.size() != shapes.size())
+      throw py::value_error("riseml: device grouped allgather needs equally many (>0) inputs and shapes");
+    for (const Shape& shape : shapes)
+      if (shape.empty()) throw py::value_error("riseml: allgather needs at least one dimension");
+    auto r = on_device(request(OpKind::allgather, std::move(name)), ins, {}, shapes, dtype, device,
+                       stream);
+    return rt().submit(ps, std::move(r), attach(py::none(), Result::device_shapes));
+  }, arg("inputs"), arg("shapes"), arg("dtype"), arg("device"), arg("stream"), arg("name"),
+     arg("process_set") = 0);
   m.def("device_alltoall_async", [](std::uintptr_t in, Shape shape, Shape splits, std::string dtype,
                                     int device, std::uintptr_t stream, std::string name, int ps) {
     if (shape.empty()) throw py::value_error("riseml: alltoall needs at least one dimension");
@@ -382,10 +399,14 @@ PYBIND11_MODULE(_riseml, m) {
     return rt().submit(ps, std::move(r), attach(py::none(), Result::device_alltoall));
   }, arg("input"), arg("shape"), arg("splits"), arg("dtype"), arg("device"), arg("stream"),
      arg("name"), arg("process_set") = 0);
-  // output == 0: drop the result (the caller could not allocate its tensor).
-  m.def("copy_device_result", [](runtime::HandleId id, std::uintptr_t out, std::uintptr_t stream) {
-    rt().copy_device_result(id, reinterpret_cast<void*>(out), reinterpret_cast<void*>(stream));
-  }, arg("handle"), arg("output"), arg("stream") = 0, unlocked);
+  // One output pointer per result (a grouped allgather's per tensor); none: drop the result (the
+  // caller could not allocate its tensors).
+  m.def("copy_device_result", [](runtime::HandleId id, std::vector<std::uintptr_t> outs,
+                                 std::uintptr_t stream) {
+    std::vector<void*> dsts;
+    for (std::uintptr_t out : outs) dsts.push_back(reinterpret_cast<void*>(out));
+    rt().copy_device_result(id, dsts, reinterpret_cast<void*>(stream));
+  }, arg("handle"), arg("outputs"), arg("stream") = 0, unlocked);
   for (auto [name, op] : {std::pair{"SUM", ReduceOp::sum}, {"AVERAGE", ReduceOp::average},
                           {"MIN", ReduceOp::min}, {"MAX", ReduceOp::max},
                           {"PRODUCT", ReduceOp::product}})

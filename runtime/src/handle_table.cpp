@@ -81,7 +81,8 @@ CompletedOperation HandleTable::wait(HandleId id) {
   return {std::move(node.mapped().handle), std::move(node.mapped().attachment)};
 }
 
-void HandleTable::copy_device_result(HandleId id, void* destination, void* stream) {
+void HandleTable::copy_device_result(HandleId id, std::span<void* const> destinations,
+                                     void* stream) {
   engine::Handle handle;
   {
     std::lock_guard lock(mutex_);
@@ -91,7 +92,7 @@ void HandleTable::copy_device_result(HandleId id, void* destination, void* strea
                             "riseml: no device result for handle " + std::to_string(id));
     handle = std::move(node.mapped());
   }
-  if (destination != nullptr) handle.copy_allgather_output(destination, stream);
+  if (!destinations.empty()) handle.copy_device_outputs(destinations, stream);
 }
 
 void HandleTable::clear() {

@@ -360,8 +360,8 @@ bool Runtime::poll(HandleId id) const { return state_->handles.poll(id); }
 
 CompletedOperation Runtime::wait(HandleId id) { return state_->handles.wait(id); }
 
-void Runtime::copy_device_result(HandleId id, void* destination, void* stream) {
-  state_->handles.copy_device_result(id, destination, stream);
+void Runtime::copy_device_result(HandleId id, std::span<void* const> destinations, void* stream) {
+  state_->handles.copy_device_result(id, destinations, stream);
 }
 
 }  // namespace riseml::runtime

@@ -264,6 +264,40 @@ TEST(EngineGpu, GroupedReducescatterOnTheGpu) {
   }
 }
 
+TEST(EngineGpu, GroupedAllgatherOnTheGpu) {
+  RISEML_SKIP_WITHOUT_GPU();
+  for (const Ranks& ranks : {Ranks{}, fake_hosts_hierarchical(2)}) {
+    run_engines(ranks, [&](Engine& e, int rank) {
+      const int n = ranks.n;
+      // rank q: q + 1 rows of 2 of the first tensor, q rows of 3 (none on rank 0) of the second
+      const auto a_count = static_cast<std::size_t>(rank + 1) * 2, b_count = static_cast<std::size_t>(rank) * 3;
+      DeviceBuffer a(a_count * 4), b(std::max<std::size_t>(b_count, 1) * 4);
+      a.upload(pattern(rank, a_count, 1));
+      if (b_count) b.upload(pattern(rank, b_count, 2));
+      Request r;
+      r.kind = engine::OpKind::allgather;
+      r.name = "grouped";
+      r.dtype = DataType::float32;
+      r.tensors.push_back({a.get(), nullptr, {rank + 1, 2}, 0});
+      r.tensors.push_back({b_count ? b.get() : nullptr, nullptr, {rank, 3}, 0});
+      Handle h = e.enqueue(std::move(r));
+      std::vector<float> want_a, want_b;
+      for (int q = 0; q < n; ++q) {
+        const auto pa = pattern(q, static_cast<std::size_t>(q + 1) * 2, 1);
+        const auto pb = pattern(q, static_cast<std::size_t>(q) * 3, 2);
+        want_a.insert(want_a.end(), pa.begin(), pa.end());
+        want_b.insert(want_b.end(), pb.begin(), pb.end());
+      }
+      DeviceBuffer out_a(want_a.size() * 4), out_b(std::max<std::size_t>(want_b.size(), 1) * 4);
+      std::vector<void*> dsts{out_a.get(), out_b.get()};
+      h.copy_device_outputs(dsts);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      EXPECT_EQ(out_a.download<float>(want_a.size()), want_a) << "ranks " << n;
+      EXPECT_EQ(out_b.download<float>(want_b.size()), want_b) << "ranks " << n;
+    });
+  }
+}
+
 TEST(EngineGpu, JoinedRankContributesZerosOnTheGpu) {
   RISEML_SKIP_WITHOUT_GPU();
   run_engines(fake_hosts_hierarchical(2), [](Engine& e, int rank) {

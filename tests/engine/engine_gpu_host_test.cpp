@@ -227,6 +227,60 @@ TEST(EngineGpuHost, AlltoallOfDeviceTensorsDealsRowsBySplits) {
   });
 }
 
+// A grouped allgather of device tensors is one operation: each output is that tensor's rows
+// from every rank, in rank order, whatever rows each rank has (rank 0 none of the second).
+TEST(EngineGpuHost, GroupedAllgatherGathersEachTensorInRankOrder) {
+  constexpr int kRanks = 3;
+  auto cell = [](int rank, int tensor, int k) { return 1000 * rank + 100 * tensor + k; };
+  const std::vector<std::vector<std::int64_t>> row_shape{{2}, {1}, {3}};  // after the rows
+  auto rows = [](int rank, int tensor) { return tensor == 0 ? rank + 1 : tensor == 1 ? rank : 1; };
+  run_ranks(kRanks, [&](Engine& e, int rank) {
+    std::vector<std::vector<std::int32_t>> in(3);
+    Request r = device_request(OpKind::allgather, "grouped", DataType::int32);
+    for (int i = 0; i < 3; ++i) {
+      const auto width = static_cast<int>(row_shape[static_cast<std::size_t>(i)][0]);
+      for (int k = 0; k < rows(rank, i) * width; ++k) in[static_cast<std::size_t>(i)].push_back(cell(rank, i, k));
+      auto& v = in[static_cast<std::size_t>(i)];
+      add_tensor(r, v.empty() ? nullptr : v.data(), nullptr, {rows(rank, i), width});
+    }
+    Handle h = e.enqueue(r);
+    std::vector<std::vector<std::int32_t>> want(3), got(3);
+    std::vector<std::int32_t> whole;
+    for (int i = 0; i < 3; ++i) {
+      std::int64_t total = 0;
+      for (int q = 0; q < kRanks; ++q) {
+        const auto width = static_cast<int>(row_shape[static_cast<std::size_t>(i)][0]);
+        for (int k = 0; k < rows(q, i) * width; ++k) want[static_cast<std::size_t>(i)].push_back(cell(q, i, k));
+        total += rows(q, i);
+      }
+      EXPECT_EQ(h.output_shape(static_cast<std::size_t>(i)),
+                (std::vector<std::int64_t>{total, row_shape[static_cast<std::size_t>(i)][0]})) << i;
+      got[static_cast<std::size_t>(i)].assign(want[static_cast<std::size_t>(i)].size(), -1);
+      whole.insert(whole.end(), want[static_cast<std::size_t>(i)].begin(), want[static_cast<std::size_t>(i)].end());
+    }
+    ASSERT_EQ(h.output_count(), 3u);
+    ASSERT_EQ(h.allgather_output_bytes(), whole.size() * 4);
+    std::vector<void*> dsts{got[0].data(), got[1].data(), got[2].data()};
+    h.copy_device_outputs(dsts);
+    EXPECT_EQ(got, want);
+    std::vector<std::int32_t> end_to_end(whole.size());
+    h.copy_allgather_output(end_to_end.data());
+    EXPECT_EQ(end_to_end, whole);
+    EXPECT_THROW(h.copy_device_outputs(std::span<void* const>(dsts.data(), 2)), CollectiveError);
+    // The same tensors one at a time agree with the grouped result.
+    for (int i = 0; i < 3; ++i) {
+      Request one = device_request(OpKind::allgather, "one." + std::to_string(i), DataType::int32);
+      auto& v = in[static_cast<std::size_t>(i)];
+      add_tensor(one, v.empty() ? nullptr : v.data(), nullptr,
+                 {rows(rank, i), row_shape[static_cast<std::size_t>(i)][0]});
+      Handle ho = e.enqueue(one);
+      std::vector<std::int32_t> single(want[static_cast<std::size_t>(i)].size());
+      ho.copy_allgather_output(single.data());
+      EXPECT_EQ(single, want[static_cast<std::size_t>(i)]) << i;
+    }
+  });
+}
+
 // Broadcast and allgather move bytes: every type goes, those NCCL cannot reduce too.
 TEST(EngineGpuHost, BroadcastAndAllgatherMoveEveryTypeAsBytes) {
   run_ranks(3, [](Engine& e, int rank) {

@@ -89,9 +89,22 @@ def compressed():
     assert c.dtype == torch.float32 and torch.equal(c, torch.full((33,), 1.5 * n, device=dev))
 
 
+def grouped_allgather():
+    # rank q gives q + 1 rows of the first, q rows (none on rank 0) of the second: one NCCL
+    # allgather, each output that tensor's rows in rank order, on the inputs' device
+    r = hvd.rank()
+    got = hvd.grouped_allgather([torch.full((r + 1, 2), float(r), device=dev),
+                                 torch.full((r, 3), float(10 + r), device=dev)])
+    want = [torch.cat([torch.full((q + 1, 2), float(q)) for q in range(n)]),
+            torch.cat([torch.full((q, 3), float(10 + q)) for q in range(n)])]
+    for g, w in zip(got, want):
+        assert g.device == dev and torch.equal(g.cpu(), w), (g, w)
+
+
 check("50 async allreduces (fused)", fused)
 check("fp16 compression", compressed)
-print(f"torch_gpu_check: correctness: {len(DTYPES) + 2 - len(failures)} of {len(DTYPES) + 2} ok"
+check("grouped allgather on the GPU", grouped_allgather)
+print(f"torch_gpu_check: correctness: {len(DTYPES) + 3 - len(failures)} of {len(DTYPES) + 3} ok"
       + (f"; FAILED: {', '.join(failures)}" if failures else ""), flush=True)
 
 

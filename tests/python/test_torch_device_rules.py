@@ -35,7 +35,7 @@ class FakeGpu:
         self.saved = (hvd._is_cuda, hvd._GPU_BUILT, hvd._GPU_USABLE, hvd._device_view,
                       hvd._device_and_stream, _riseml.device_allreduce_async,
                       _riseml.device_reducescatter_async, _riseml.device_alltoall_async,
-                      torch.cuda.current_stream)
+                      _riseml.device_grouped_allgather_async, torch.cuda.current_stream)
         cuda = self.cuda
         hvd._is_cuda = (lambda t: True) if cuda is None else (
             lambda t: any(t is c for c in cuda))
@@ -47,6 +47,7 @@ class FakeGpu:
         real_allreduce = _riseml.device_allreduce_async
         real_reducescatter = _riseml.device_reducescatter_async
         real_alltoall = _riseml.device_alltoall_async
+        real_grouped_allgather = _riseml.device_grouped_allgather_async
 
         def device_allreduce(ins, outs, shapes, dtype, device, stream, name, op, pre, post, ps):
             assert (device, stream) == (0, 0)
@@ -68,6 +69,12 @@ class FakeGpu:
             self.device_calls.append((name, 1, None, None, None))
             return real_alltoall(src, shape, splits, dtype, device, stream, name, ps)
 
+        def device_grouped_allgather(ins, shapes, dtype, device, stream, name, ps):
+            assert (device, stream) == (0, 0)
+            self.device_calls.append((name, len(ins), None, None, None))
+            return real_grouped_allgather(ins, shapes, dtype, device, stream, name, ps)
+
+        _riseml.device_grouped_allgather_async = device_grouped_allgather
         _riseml.device_allreduce_async = device_allreduce
         _riseml.device_reducescatter_async = device_reducescatter
         _riseml.device_alltoall_async = device_alltoall
@@ -78,7 +85,7 @@ class FakeGpu:
         (hvd._is_cuda, hvd._GPU_BUILT, hvd._GPU_USABLE, hvd._device_view,
          hvd._device_and_stream, _riseml.device_allreduce_async,
          _riseml.device_reducescatter_async, _riseml.device_alltoall_async,
-         torch.cuda.current_stream) = self.saved
+         _riseml.device_grouped_allgather_async, torch.cuda.current_stream) = self.saved
 
 
 def my_rows(rows):
@@ -265,6 +272,44 @@ def test_alltoall_and_allgather_on_the_gpu_path_are_device_operations():
         gathered = hvd.allgather(torch.full((r + 1, 2), float(r), dtype=torch.float64))
     want = torch.cat([torch.full((q + 1, 2), float(q), dtype=torch.float64) for q in range(n)])
     assert gathered.dtype == torch.float64 and torch.equal(gathered, want), gathered
+
+
+def test_grouped_allgather_on_the_gpu_path_is_one_device_operation():
+    n, r = hvd.size(), hvd.rank()
+    # rank q gives q + 1 rows of the first tensor, q rows (none on rank 0) of the second, one of
+    # the third; every value names its rank and tensor
+    def mine(q):
+        return [torch.full((q + 1, 2), 10.0 * q), torch.full((q, 3), 10.0 * q + 1),
+                torch.full((1,), 10.0 * q + 2)]
+
+    def want():
+        return [torch.cat([mine(q)[i] for q in range(n)]) for i in range(3)]
+
+    with FakeGpu() as gpu:
+        outs = hvd.grouped_allgather(mine(r))
+        async_outs = hvd.synchronize(hvd.grouped_allgather_async(mine(r)))
+        shorts = hvd.grouped_allgather([torch.arange(r + 1, dtype=torch.int16) + 100 * r,
+                                        torch.tensor([r, -r], dtype=torch.int16)])
+        check.raises(hvd.RisemlValueError, hvd.grouped_allgather,
+                     [torch.ones(1), torch.ones(1, dtype=torch.float64)], match="one dtype")
+    cuda, cpu = torch.ones(1), torch.ones(1)
+    with FakeGpu(cuda=[cuda]):
+        check.raises(hvd.RisemlValueError, hvd.grouped_allgather, [cuda, cpu],
+                     match="CUDA and CPU tensors")
+    assert [c[1] for c in gpu.device_calls] == [3, 3, 2], gpu.device_calls  # one per call
+    for got in (outs, async_outs):
+        for g, w in zip(got, want()):
+            assert g.shape == w.shape and torch.equal(g, w), (g, w)
+    assert shorts[0].dtype == torch.int16 and shorts[0].tolist() == [
+        100 * q + k for q in range(n) for k in range(q + 1)], shorts
+    assert shorts[1].tolist() == [v for q in range(n) for v in (q, -q)], shorts
+    # differentiable: each rank gets its rows of the averaged gradients
+    xs = [t.clone().requires_grad_() for t in mine(r)]
+    with FakeGpu():
+        ys = hvd.grouped_allgather(xs)
+        sum((y * (i + 1)).sum() for i, y in enumerate(ys)).backward()
+    for i, x in enumerate(xs):
+        assert torch.equal(x.grad, torch.full_like(x, float(i + 1))), (i, x.grad)
 
 
 def test_process_set_without_ranks_is_every_rank():

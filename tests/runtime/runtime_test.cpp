@@ -221,7 +221,7 @@ TEST(RuntimeHandles, TheAttachmentLivesUntilTheOperationIsWaitedFor) {
     }
     EXPECT_THROW(rt.poll(id + 100), CollectiveError);
     try {
-      rt.copy_device_result(id, nullptr, nullptr);
+      rt.copy_device_result(id, {}, nullptr);
       ADD_FAILURE() << "copy_device_result of a host operation did not throw";
     } catch (const CollectiveError& e) {
       EXPECT_EQ(std::string(e.what()), "riseml: no device result for handle " + std::to_string(id));

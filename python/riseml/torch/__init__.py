@@ -521,13 +521,24 @@ def allgather(tensor, name=None, process_set=global_process_set):
 
 
 def grouped_allgather_async(tensors, name=None, process_set=global_process_set):
-    """Starts an allgather of each tensor, as one operation (CPU memory: CUDA tensors go
-    through a host copy)."""
+    """Starts an allgather of each tensor, as one operation. CUDA tensors of one device and
+    dtype: on that GPU (one NCCL allgather of them all); else through host memory."""
     set_id = _check_process_set(process_set)
+    tensors = list(tensors)
+    name = _common._name("grouped_allgather", name, process_set)
+    _check_one_kind(tensors, "grouped_allgather")
+    if tensors and all(_on_gpu(t) for t in tensors):
+        views = _one_device_views(tensors, "grouped_allgather")
+        _, dtype, device, stream = views[0]
+        srcs = [v[0] for v in views]
+        h = _riseml.device_grouped_allgather_async([s.data_ptr() for s in srcs],
+                                                   [list(s.shape) for s in srcs], dtype, device,
+                                                   stream, name, set_id)
+        _handles[h] = ("grouped_allgather-gpu", srcs)
+        return h
     views = [_cpu_view(t) for t in tensors]
     dtypes = {v[2] for v in views}
-    h = _riseml.grouped_allgather_async([v[0] for v in views],
-                                        _common._name("grouped_allgather", name, process_set),
+    h = _riseml.grouped_allgather_async([v[0] for v in views], name,
                                         dtypes.pop() if len(dtypes) == 1 else "", set_id)
     _handles[h] = ("grouped_allgather", list(tensors))
     return h
@@ -832,18 +843,18 @@ def _from_engine(array, like):
     return result.to(like.device)
 
 
-def _take_device_result(handle, shape, like):
-    """A device allgather's or alltoall's rows, which wait in the engine's device buffer, in a
-    new tensor of `shape` like `like`; the copy runs on torch's stream, after whatever made the
-    allocation free."""
+def _take_device_results(handle, shapes, likes):
+    """A device allgather's or alltoall's outputs, which wait in the engine's device buffer, in
+    new tensors of `shapes` like `likes`; the copies run on torch's stream, after whatever made
+    the allocations free."""
     try:
-        result = _torch.empty(shape, dtype=like.dtype, device=like.device)
+        results = [_torch.empty(s, dtype=t.dtype, device=t.device) for s, t in zip(shapes, likes)]
     except BaseException:
-        _riseml.copy_device_result(handle, 0)  # drop it
+        _riseml.copy_device_result(handle, [])  # drop it
         raise
-    _riseml.copy_device_result(handle, result.data_ptr(),
-                               _torch.cuda.current_stream(like.device).cuda_stream)
-    return result
+    _riseml.copy_device_result(handle, [r.data_ptr() for r in results],
+                               _torch.cuda.current_stream(likes[0].device).cuda_stream)
+    return results
 
 
 def synchronize(handle):
@@ -859,10 +870,12 @@ def synchronize(handle):
     output, cpu = entry[0], entry[1]
     if isinstance(output, str):
         if output == "allgather-gpu":  # `gathered` is the shape
-            return _take_device_result(handle, gathered, cpu)
+            return _take_device_results(handle, [gathered], [cpu])[0]
+        if output == "grouped_allgather-gpu":  # `gathered`: the shapes
+            return _take_device_results(handle, gathered, cpu)
         if output == "alltoall-gpu":
             (shape, received), (src, splits_device) = gathered, cpu
-            return (_take_device_result(handle, shape, src),
+            return (_take_device_results(handle, [shape], [src])[0],
                     _torch.tensor(received, dtype=_torch.int32, device=splits_device))
         if output == "allgather":
             return _from_engine(gathered, cpu)

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -82,15 +83,18 @@ class Handle {
 
   // allgather: the gathered bytes and their shape (first dimension summed over ranks). For
   // device tensors the bytes stay on the device: allgather_output() is empty, and
-  // copy_allgather_output(dst, stream) copies them to `dst` on the same device, on `stream`
-  // (the cudaStream_t that allocated dst; nullptr: the legacy default stream), and returns
-  // when the copy is complete. Host results: a memcpy.
+  // copy_allgather_output(dst, stream) copies them (every output's, end to end) to `dst` on the
+  // same device, on `stream` (the cudaStream_t that allocated dst; nullptr: the legacy default
+  // stream), after the collective; it returns once the copy is enqueued. Host results: a memcpy.
   const std::vector<std::byte>& allgather_output() const;
   void copy_allgather_output(void* dst, void* stream = nullptr) const;
   std::size_t allgather_output_bytes() const;
+  // The same per output of a device result (a grouped allgather's one per tensor): output i to
+  // dsts[i] (null: not copied). Throws invalid_argument unless there is one per output.
+  void copy_device_outputs(std::span<void* const> dsts, void* stream = nullptr) const;
   const std::vector<std::int64_t>& output_shape() const;
   // allgather (one result per tensor of the request) and alltoall (one): the engine's result
-  // buffers in host memory and their shapes.
+  // buffers in host memory and their shapes (device results: the shapes, output() empty).
   std::size_t output_count() const;
   const std::vector<std::byte>& output(std::size_t i) const;
   const std::vector<std::int64_t>& output_shape(std::size_t i) const;

@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -60,10 +61,11 @@ class HandleTable {
   // an id that is not in the table (never given, or already waited for).
   CompletedOperation wait(HandleId id);
 
-  // After wait() of a device allgather: copies its result to `destination` on the same device
-  // (on `stream`, a cudaStream_t; nullptr: the legacy default stream) and forgets it.
-  // destination == nullptr forgets it only (the caller could not allocate its tensor).
-  void copy_device_result(HandleId id, void* destination, void* stream);
+  // After wait() of a device allgather or alltoall: copies its outputs (a grouped allgather's
+  // one per tensor) to `destinations`, one each, on the same device (on `stream`, a
+  // cudaStream_t; nullptr: the legacy default stream) and forgets it. No destinations: forgets
+  // it only (the caller could not allocate its tensors).
+  void copy_device_result(HandleId id, std::span<void* const> destinations, void* stream);
 
   // Forgets every operation (after the engines shut down, they all failed anyway).
   void clear();

@@ -20,6 +20,7 @@
 
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -97,7 +98,7 @@ class Runtime {
   HandleId submit(int process_set, engine::Request request, Attachment attachment = {});
   bool poll(HandleId id) const;
   CompletedOperation wait(HandleId id);
-  void copy_device_result(HandleId id, void* destination, void* stream);
+  void copy_device_result(HandleId id, std::span<void* const> destinations, void* stream);
 
  private:
   void stop_engines(bool leaving);
