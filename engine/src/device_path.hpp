@@ -110,54 +110,54 @@ class DevicePath {
 
 // Where reducescatter's packed buffer puts things: rank r's share starts at r * share elements;
 // tensor i's block for rank r lies at offset[i][r] within it (and, unpacked, at offset[i][rank]
-// of the received share). `padded`: some share is shorter than `share`.
+// of the received share). used[r]: rank r's share before padding; `padded`: some share is
+// shorter than `share`.
 struct ScatterLayout {
   std::size_t share = 0;
   bool padded = false;
   std::vector<std::vector<std::size_t>> offset;
+  std::vector<std::size_t> used;
   static ScatterLayout of(std::span<const std::vector<std::size_t>> blocks) {
     ScatterLayout l;
     const std::size_t ranks = blocks.empty() ? 0 : blocks.front().size();
-    std::vector<std::size_t> used(ranks, 0);
+    l.used.assign(ranks, 0);
     for (const auto& b : blocks) {
       l.offset.emplace_back(ranks);
       for (std::size_t r = 0; r < ranks; ++r) {
-        l.offset.back()[r] = used[r];
-        used[r] += b[r];
+        l.offset.back()[r] = l.used[r];
+        l.used[r] += b[r];
       }
     }
-    for (std::size_t u : used) l.share = std::max(l.share, u);
-    for (std::size_t u : used) l.padded = l.padded || u != l.share;
+    for (std::size_t u : l.used) l.share = std::max(l.share, u);
+    for (std::size_t u : l.used) l.padded = l.padded || u != l.share;
     return l;
   }
 };
 
-// Where a grouped allgather puts things (counts[i][r] elements of tensor i from rank r): the
-// gathered buffer holds rank r's share (its pieces of every tensor, end to end) at
-// share_start[r]; tensor i's piece from rank r lies at offset[i][r] within that share and, in
-// the result (tensor by tensor, each in rank order), at result[i][r].
+// Where a grouped allgather puts things (counts[i][r] elements of tensor i from rank r): rank
+// r's pieces of every tensor lie end to end as in a reducescatter's share (shares.offset[i][r]
+// within it), but unpadded, so the gathered buffer holds rank r's share (shares.used[r]) at
+// share_start[r]; tensor i's piece from rank r lies, in the result (tensor by tensor, each in
+// rank order), at result[i][r].
 struct GatherLayout {
-  std::vector<std::size_t> share, share_start;
-  std::vector<std::vector<std::size_t>> offset, result;
+  ScatterLayout shares;
+  std::vector<std::size_t> share_start;
+  std::vector<std::vector<std::size_t>> result;
   std::size_t total = 0;
   static GatherLayout of(std::span<const std::vector<std::size_t>> counts) {
     GatherLayout l;
-    const std::size_t ranks = counts.empty() ? 0 : counts.front().size();
-    l.share.assign(ranks, 0);
-    for (const auto& c : counts) {
-      l.offset.emplace_back(ranks);
-      l.result.emplace_back(ranks);
-      for (std::size_t r = 0; r < ranks; ++r) {
-        l.offset.back()[r] = l.share[r];
-        l.share[r] += c[r];
-        l.result.back()[r] = l.total;
-        l.total += c[r];
-      }
+    l.shares = ScatterLayout::of(counts);
+    for (std::size_t used : l.shares.used) {
+      l.share_start.push_back(l.total);
+      l.total += used;
     }
-    std::size_t start = 0;
-    for (std::size_t s : l.share) {
-      l.share_start.push_back(start);
-      start += s;
+    std::size_t at = 0;
+    for (const auto& c : counts) {
+      l.result.emplace_back();
+      for (std::size_t n : c) {
+        l.result.back().push_back(at);
+        at += n;
+      }
     }
     return l;
   }

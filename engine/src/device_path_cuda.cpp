@@ -391,14 +391,14 @@ class CudaDevicePath final : public DevicePath {
     const auto me = static_cast<std::size_t>(rank);
     if (tensors.size() == 1) {  // rank order is the result's order: straight into it
       if (tensors.front().input) wait_ready(tensors);
-      gpu_->allgatherv(tensors.front().input, out.get(), layout.share, type, work_);
+      gpu_->allgatherv(tensors.front().input, out.get(), layout.shares.used, type, work_);
       written_now(out);
       return out;
     }
     // This rank's pieces end to end (one batched pack), one allgather of the shares, then one
     // batched unpack per rank's share into the tensors' places in the result.
-    auto* send = static_cast<std::byte*>(fusion((layout.share[me] + layout.total) * esize));
-    std::byte* gathered = send + layout.share[me] * esize;
+    auto* send = static_cast<std::byte*>(fusion((layout.shares.used[me] + layout.total) * esize));
+    std::byte* gathered = send + layout.shares.used[me] * esize;
     inputs_.clear();
     bytes_.clear();
     for (std::size_t i = 0; i < tensors.size(); ++i) {
@@ -410,9 +410,9 @@ class CudaDevicePath final : public DevicePath {
       wait_ready(tensors);
       cuda::pack(send, inputs_.data(), bytes_.data(), inputs_.size(), work_);
     }
-    gpu_->allgatherv(send, gathered, layout.share, type, work_);
+    gpu_->allgatherv(send, gathered, layout.shares.used, type, work_);
     auto* result = static_cast<std::byte*>(out.get());
-    for (std::size_t r = 0; r < layout.share.size(); ++r) {
+    for (std::size_t r = 0; r < layout.shares.used.size(); ++r) {
       outputs_.clear();
       bytes_.clear();
       for (std::size_t i = 0; i < tensors.size(); ++i) {

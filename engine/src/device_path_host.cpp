@@ -110,23 +110,23 @@ class HostStandinPath final : public DevicePath {
     const GatherLayout layout = GatherLayout::of(counts);
     auto out = std::shared_ptr<std::byte[]>(new std::byte[std::max<std::size_t>(layout.total * esize, 1)]);
     std::vector<std::size_t> bytes;
-    for (std::size_t s : layout.share) bytes.push_back(s * esize);
+    for (std::size_t s : layout.shares.used) bytes.push_back(s * esize);
     if (tensors.size() == 1) {  // rank order is the result's order
       cpu_.allgatherv(tensors.front().input, out.get(), bytes, DataType::uint8);
       return std::shared_ptr<void>(out, out.get());
     }
     const auto me = static_cast<std::size_t>(rank);
-    fusion_.assign((layout.share[me] + layout.total) * esize, std::byte{0});
+    fusion_.assign((layout.shares.used[me] + layout.total) * esize, std::byte{0});
     std::byte* send = fusion_.data();
-    std::byte* gathered = send + layout.share[me] * esize;
+    std::byte* gathered = send + layout.shares.used[me] * esize;
     for (std::size_t i = 0; i < tensors.size(); ++i)
-      if (counts[i][me]) std::memcpy(send + layout.offset[i][me] * esize, tensors[i].input, counts[i][me] * esize);
+      if (counts[i][me]) std::memcpy(send + layout.shares.offset[i][me] * esize, tensors[i].input, counts[i][me] * esize);
     cpu_.allgatherv(send, gathered, bytes, DataType::uint8);
     for (std::size_t i = 0; i < tensors.size(); ++i)
-      for (std::size_t r = 0; r < layout.share.size(); ++r)
+      for (std::size_t r = 0; r < layout.shares.used.size(); ++r)
         if (counts[i][r])
           std::memcpy(out.get() + layout.result[i][r] * esize,
-                      gathered + (layout.share_start[r] + layout.offset[i][r]) * esize,
+                      gathered + (layout.share_start[r] + layout.shares.offset[i][r]) * esize,
                       counts[i][r] * esize);
     return std::shared_ptr<void>(out, out.get());
   }

@@ -50,7 +50,7 @@ void check_contiguous(const py::array& a, const char* what) {
 
 // What an operation attaches to its runtime handle: the arrays the engine reads or writes (alive
 // until synchronize()), and what synchronize() returns.
-enum class Result { none, gathered, gathered_list, alltoall, device_shape, device_shapes, device_alltoall };
+enum class Result { none, gathered, gathered_list, alltoall, device_shapes, device_alltoall };
 
 struct PythonAttachment {
   py::object arrays;
@@ -206,7 +206,6 @@ py::object synchronize(runtime::HandleId id) {
   const auto* a = static_cast<const PythonAttachment*>(done.attachment.get());
   const engine::Handle& h = done.handle;
   if (!a || a->result == Result::none) return py::none();
-  if (a->result == Result::device_shape) return py::cast(h.output_shape());  // bytes follow
   if (a->result == Result::device_shapes) {  // one per tensor; bytes follow
     py::list shapes;
     for (std::size_t i = 0; i < h.output_count(); ++i) shapes.append(py::cast(h.output_shape(i)));
@@ -370,19 +369,12 @@ PYBIND11_MODULE(_riseml, m) {
     return rt().submit(ps, on_device(std::move(r), {in}, {out}, {shape}, dtype, device, stream));
   }, arg("input"), arg("output"), arg("shape"), arg("dtype"), arg("device"), arg("stream"),
      arg("root"), arg("name"), arg("process_set") = 0);
-  m.def("device_allgather_async", [](std::uintptr_t in, Shape shape, std::string dtype, int device,
-                                     std::uintptr_t stream, std::string name, int ps) {
-    if (shape.empty()) throw py::value_error("riseml: allgather needs at least one dimension");
-    auto r = request(OpKind::allgather, std::move(name));
-    r = on_device(std::move(r), {in}, {}, {shape}, dtype, device, stream);
-    return rt().submit(ps, std::move(r), attach(py::none(), Result::device_shape));
-  }, arg("input"), arg("shape"), arg("dtype"), arg("device"), arg("stream"), arg("name"),
-     arg("process_set") = 0);
-  m.def("device_grouped_allgather_async", [](Pointers ins, std::vector<Shape> shapes,
-                                             std::string dtype, int device, std::uintptr_t stream,
-                                             std::string name, int ps) {
+  // One tensor or a group; synchronize() returns their gathered shapes (the bytes follow, by
+  // copy_device_result).
+  m.def("device_allgather_async", [](Pointers ins, std::vector<Shape> shapes, std::string dtype,
+                                     int device, std::uintptr_t stream, std::string name, int ps) {
     if (ins.empty() || ins.size() != shapes.size())
-      throw py::value_error("riseml: device grouped allgather needs equally many (>0) inputs and shapes");
+      throw py::value_error("riseml: device allgather needs equally many (>0) inputs and shapes");
     for (const Shape& shape : shapes)
       if (shape.empty()) throw py::value_error("riseml: allgather needs at least one dimension");
     auto r = on_device(request(OpKind::allgather, std::move(name)), ins, {}, shapes, dtype, device,

@@ -35,7 +35,7 @@ class FakeGpu:
         self.saved = (hvd._is_cuda, hvd._GPU_BUILT, hvd._GPU_USABLE, hvd._device_view,
                       hvd._device_and_stream, _riseml.device_allreduce_async,
                       _riseml.device_reducescatter_async, _riseml.device_alltoall_async,
-                      _riseml.device_grouped_allgather_async, torch.cuda.current_stream)
+                      _riseml.device_allgather_async, torch.cuda.current_stream)
         cuda = self.cuda
         hvd._is_cuda = (lambda t: True) if cuda is None else (
             lambda t: any(t is c for c in cuda))
@@ -47,7 +47,7 @@ class FakeGpu:
         real_allreduce = _riseml.device_allreduce_async
         real_reducescatter = _riseml.device_reducescatter_async
         real_alltoall = _riseml.device_alltoall_async
-        real_grouped_allgather = _riseml.device_grouped_allgather_async
+        real_allgather = _riseml.device_allgather_async
 
         def device_allreduce(ins, outs, shapes, dtype, device, stream, name, op, pre, post, ps):
             assert (device, stream) == (0, 0)
@@ -69,12 +69,12 @@ class FakeGpu:
             self.device_calls.append((name, 1, None, None, None))
             return real_alltoall(src, shape, splits, dtype, device, stream, name, ps)
 
-        def device_grouped_allgather(ins, shapes, dtype, device, stream, name, ps):
+        def device_allgather(ins, shapes, dtype, device, stream, name, ps):
             assert (device, stream) == (0, 0)
             self.device_calls.append((name, len(ins), None, None, None))
-            return real_grouped_allgather(ins, shapes, dtype, device, stream, name, ps)
+            return real_allgather(ins, shapes, dtype, device, stream, name, ps)
 
-        _riseml.device_grouped_allgather_async = device_grouped_allgather
+        _riseml.device_allgather_async = device_allgather
         _riseml.device_allreduce_async = device_allreduce
         _riseml.device_reducescatter_async = device_reducescatter
         _riseml.device_alltoall_async = device_alltoall
@@ -85,7 +85,7 @@ class FakeGpu:
         (hvd._is_cuda, hvd._GPU_BUILT, hvd._GPU_USABLE, hvd._device_view,
          hvd._device_and_stream, _riseml.device_allreduce_async,
          _riseml.device_reducescatter_async, _riseml.device_alltoall_async,
-         _riseml.device_grouped_allgather_async, torch.cuda.current_stream) = self.saved
+         _riseml.device_allgather_async, torch.cuda.current_stream) = self.saved
 
 
 def my_rows(rows):

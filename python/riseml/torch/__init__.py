@@ -475,8 +475,9 @@ def allgather_async(tensor, name=None, process_set=global_process_set):
     set_id = _check_process_set(process_set)
     if _on_gpu(tensor):
         src, dtype, device, stream = _device_view(tensor)
-        h = _riseml.device_allgather_async(src.data_ptr(), list(src.shape), dtype, device, stream,
-                                           _common._name("allgather", name, process_set), set_id)
+        h = _riseml.device_allgather_async([src.data_ptr()], [list(src.shape)], dtype, device,
+                                           stream, _common._name("allgather", name, process_set),
+                                           set_id)
         _handles[h] = ("allgather-gpu", src)
         return h
     src, src_cpu, dtype = _cpu_view(tensor)
@@ -531,9 +532,9 @@ def grouped_allgather_async(tensors, name=None, process_set=global_process_set):
         views = _one_device_views(tensors, "grouped_allgather")
         _, dtype, device, stream = views[0]
         srcs = [v[0] for v in views]
-        h = _riseml.device_grouped_allgather_async([s.data_ptr() for s in srcs],
-                                                   [list(s.shape) for s in srcs], dtype, device,
-                                                   stream, name, set_id)
+        h = _riseml.device_allgather_async([s.data_ptr() for s in srcs],
+                                           [list(s.shape) for s in srcs], dtype, device, stream,
+                                           name, set_id)
         _handles[h] = ("grouped_allgather-gpu", srcs)
         return h
     views = [_cpu_view(t) for t in tensors]
@@ -869,8 +870,8 @@ def synchronize(handle):
         return None
     output, cpu = entry[0], entry[1]
     if isinstance(output, str):
-        if output == "allgather-gpu":  # `gathered` is the shape
-            return _take_device_results(handle, [gathered], [cpu])[0]
+        if output == "allgather-gpu":  # `gathered`: its shape, in a list
+            return _take_device_results(handle, gathered, [cpu])[0]
         if output == "grouped_allgather-gpu":  # `gathered`: the shapes
             return _take_device_results(handle, gathered, cpu)
         if output == "alltoall-gpu":
