@@ -269,6 +269,25 @@ def worker(args):
             ok = ok and torch.equal(sa, sb)
         return ok
     check("reduce, gather and scatter from every root equal nccl", rooted)
+
+    def point_to_point():
+        if size < 2:
+            return True
+        right, left = (rank + 1) % size, (rank - 1) % size
+        dist.send(torch.arange(1000, device=dev) * 1.0 + rank, dst=right)
+        got = torch.empty(1000, device=dev)
+        dist.recv(got, src=left)
+        ok = torch.equal(got.cpu(), torch.arange(1000) * 1.0 + left)
+        a, b = torch.empty(4096, device=dev), torch.empty(3, dtype=torch.int64, device=dev)
+        ops = [dist.P2POp(dist.irecv, a, left), dist.P2POp(dist.irecv, b, right),
+               dist.P2POp(dist.isend, torch.full((4096,), float(rank), device=dev), right),
+               dist.P2POp(dist.isend, torch.arange(3, device=dev) + 100 * rank, left)]
+        for r in dist.batch_isend_irecv(ops):
+            r.wait()
+        ok = ok and torch.equal(a.cpu(), torch.full((4096,), float(left)))
+        ok = ok and torch.equal(b.cpu(), torch.arange(3) + 100 * right)
+        return ok
+    check("send/recv and batch_isend_irecv (receives first) on CUDA tensors", point_to_point)
     dist.barrier()
 
     # 3. DDP: same parameters after 5 steps, step time beside nccl's

@@ -1,5 +1,7 @@
 #include "device_path.hpp"
 
+#include "store_mailbox.hpp"
+
 #include <stdexcept>
 #include <utility>
 
@@ -7,9 +9,13 @@ namespace riseml::torch_distributed {
 
 namespace {
 
+// The stand-in's sends and receives: their own space of the mailbox, without tags (NCCL has
+// none); all sends are written before the first receive waits, as one NCCL group posts both.
+constexpr std::string_view kDeviceSpace = "device-p2p/";
+
 class HostCollectives final : public DeviceCollectives {
  public:
-  explicit HostCollectives(Communicator& cpu) : cpu_(cpu) {}
+  HostCollectives(Communicator& cpu, StoreMailbox& mailbox) : cpu_(cpu), mailbox_(mailbox) {}
   void allreduce(void* buffer, std::size_t count, DataType type, ReduceOp op) override {
     cpu_.allreduce(buffer, buffer, count, type, op);
   }
@@ -28,14 +34,21 @@ class HostCollectives final : public DeviceCollectives {
                  std::span<const std::size_t> recv_counts, DataType type) override {
     cpu_.alltoallv(in, send_counts, out, recv_counts, type);
   }
+  void exchange(std::span<const PeerSend> sends,
+                std::span<const PeerReceive> receives) override {
+    for (const PeerSend& s : sends) mailbox_.post(kDeviceSpace, s.peer, 0, s.data, s.bytes);
+    for (const PeerReceive& r : receives)
+      mailbox_.take("recv", kDeviceSpace, r.peer, 0, r.data, r.bytes);
+  }
 
  private:
   Communicator& cpu_;
+  StoreMailbox& mailbox_;
 };
 
 class HostStandinPath final : public DevicePath {
  public:
-  explicit HostStandinPath(Communicator& cpu) : cpu_(cpu) {}
+  HostStandinPath(Communicator& cpu, StoreMailbox& mailbox) : cpu_(cpu), mailbox_(mailbox) {}
   std::vector<c10::Device> devices() const override { return {}; }
   std::shared_ptr<DeviceTicket> begin(const std::vector<at::Tensor>&) override {
     return std::make_shared<DeviceTicket>();
@@ -46,7 +59,7 @@ class HostStandinPath final : public DevicePath {
       // As GpuCollectives' set-up (the NCCL id travels over the CPU communicator): a
       // collective, which hangs or fails if the ranks' device ops are out of order.
       cpu_.barrier();
-      collectives_ = std::make_unique<HostCollectives>(cpu_);
+      collectives_ = std::make_unique<HostCollectives>(cpu_, mailbox_);
     }
     body(*collectives_);
     succeed();
@@ -54,13 +67,14 @@ class HostStandinPath final : public DevicePath {
 
  private:
   Communicator& cpu_;
+  StoreMailbox& mailbox_;
   std::unique_ptr<HostCollectives> collectives_;
 };
 
 }  // namespace
 
-std::unique_ptr<DevicePath> make_host_standin_path(Communicator& cpu) {
-  return std::make_unique<HostStandinPath>(cpu);
+std::unique_ptr<DevicePath> make_host_standin_path(Communicator& cpu, StoreMailbox& mailbox) {
+  return std::make_unique<HostStandinPath>(cpu, mailbox);
 }
 
 bool gpu_path_built() { return RISEML_TORCH_GPU != 0; }
@@ -79,7 +93,8 @@ std::string device_refusal(std::string_view operation) {
     return "riseml " + op + ": CUDA tensors are not supported by this op (riseml runs "
            "allreduce, allreduce_coalesced, broadcast, allgather, all_gather_into_tensor, "
            "reduce_scatter, reduce_scatter_tensor, their coalesced forms, all_to_all, "
-           "all_to_all_single, reduce, gather and scatter on CUDA tensors); for the others use init_process_group(backend=\"cpu:riseml,"
+           "all_to_all_single, reduce, gather, scatter, send and recv (from a given rank) on "
+           "CUDA tensors); for the others use init_process_group(backend=\"cpu:riseml,"
            "cuda:nccl\"), which runs CUDA tensors on NCCL";
 #if RISEML_TORCH_MAJOR >= 2
   const std::string instead = "init_process_group(backend=\"cpu:riseml,cuda:nccl\")";

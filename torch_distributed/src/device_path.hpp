@@ -12,10 +12,11 @@
 //                             waits for the device, only for the op to be queued.
 // Tests only (ProcessGroupOptions::device_standin): a host-memory stand-in that takes CPU
 // tensors down the same path (the same ops, checks, lazy set-up in queue order, packing) with the
-// CPU communicator in place of NCCL and no streams.
+// CPU communicator in place of NCCL (the group's store for sends and receives) and no streams.
 #pragma once
 
 #include <riseml/communicator.hpp>
+#include <riseml/peer_transfer.hpp>
 
 #include <ATen/Tensor.h>
 #include <c10/core/Device.h>
@@ -45,6 +46,9 @@ class DeviceCollectives {
   // send_counts[r] elements of `in` to rank r, recv_counts[r] from rank r into `out`.
   virtual void alltoallv(const void* in, std::span<const std::size_t> send_counts, void* out,
                          std::span<const std::size_t> recv_counts, DataType type) = 0;
+  // torch's send and recv: the batch's transfers posted together (NCCL: one group).
+  virtual void exchange(std::span<const PeerSend> sends,
+                        std::span<const PeerReceive> receives) = 0;
 };
 
 // One op's synchronisation with torch's streams.
@@ -68,8 +72,11 @@ class DevicePath {
                    const std::function<void()>& succeed) = 0;
 };
 
-// The host stand-in over `cpu` (which must outlive it).
-std::unique_ptr<DevicePath> make_host_standin_path(Communicator& cpu);
+class StoreMailbox;
+
+// The host stand-in over `cpu`, with point-to-point transfers through `mailbox` (both must
+// outlive it).
+std::unique_ptr<DevicePath> make_host_standin_path(Communicator& cpu, StoreMailbox& mailbox);
 
 // Whether this build takes CUDA tensors (RISEML_TORCH_GPU), and if not, why.
 bool gpu_path_built();

@@ -49,6 +49,10 @@ class OnStream final : public DeviceCollectives {
                  std::span<const std::size_t> recv_counts, DataType type) override {
     gpu_.alltoallv(in, send_counts, out, recv_counts, type, stream_);
   }
+  void exchange(std::span<const PeerSend> sends,
+                std::span<const PeerReceive> receives) override {
+    gpu_.exchange(sends, receives, stream_);
+  }
 
  private:
   cuda::GpuCollectives& gpu_;

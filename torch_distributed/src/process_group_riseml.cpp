@@ -1,17 +1,17 @@
 #include <riseml/torch_distributed/process_group_riseml.hpp>
 
+#include "coalesced_work.hpp"
 #include "device_path.hpp"
 #include "op_queue.hpp"
 #include "riseml_work.hpp"
 #include "scratch_buffers.hpp"
+#include "store_mailbox.hpp"
 #include "store_rendezvous.hpp"
 #include "tensor_types.hpp"
 
 #include <ATen/ATen.h>
 
 #include <algorithm>
-#include <cstring>
-#include <thread>
 #include <numeric>
 #include <stdexcept>
 #include <string>
@@ -139,6 +139,14 @@ std::byte* nothing() {
 
 }  // namespace
 
+// A device send or receive held in a coalescing block, with the Work its call returned.
+struct ProcessGroupRiseml::HeldTransfer {
+  at::Tensor tensor;
+  int peer = -1;
+  bool is_send = false;
+  c10::intrusive_ptr<RisemlWork> work;
+};
+
 ProcessGroupRiseml::ProcessGroupRiseml(const c10::intrusive_ptr<c10d::Store>& store, int rank,
                                        int size, std::chrono::milliseconds timeout,
                                        const ProcessGroupOptions& options)
@@ -149,6 +157,8 @@ ProcessGroupRiseml::ProcessGroupRiseml(const c10::intrusive_ptr<c10d::Store>& st
     rendezvous_ =
         std::make_unique<StoreRendezvous>(store_, rank, size, timeout, options.job_secret);
     communicator_ = std::make_unique<Communicator>(*rendezvous_, communicator_options);
+    mailbox_ = std::make_unique<StoreMailbox>(store_, rendezvous_->key(""), rank, size, timeout,
+                                              destroying_);
   } catch (const std::exception& e) {
     throw std::runtime_error(std::string("riseml: setting up the process group failed: ") +
                              e.what());
@@ -197,15 +207,12 @@ void ProcessGroupRiseml::host_only(std::string_view operation, const std::vector
         throw std::invalid_argument(device_refusal(operation));
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::enqueue_device(
-    c10d::OpType type, std::vector<at::Tensor> outputs, const std::vector<at::Tensor>& used,
-    std::function<void(DeviceCollectives&)> body) {
-  const c10::Device device = used.front().device();
+DevicePath& ProcessGroupRiseml::device_path(const c10::Device& device, c10d::OpType type) {
   DevicePath* path = nullptr;
   {
     std::lock_guard lock(device_mutex_);
     if (!device_path_)
-      device_path_ = options_.device_standin ? make_host_standin_path(*communicator_)
+      device_path_ = options_.device_standin ? make_host_standin_path(*communicator_, *mailbox_)
                                              : make_gpu_path(*communicator_, device, timeout_);
     path = device_path_.get();
   }
@@ -216,6 +223,27 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::enqueue_device(
                " (its first CUDA tensor's device), got a tensor on " + device.str() +
                "; call torch.cuda.set_device(local_rank) before the first collective and keep "
                "one device per process");
+  return *path;
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::track(c10::intrusive_ptr<c10d::Work> work) {
+  std::lock_guard lock(coalescing_mutex_);
+  if (!coalescing_) return work;
+  // A block left open (an exception inside torch's _coalescing_manager never ends it) must not
+  // keep every later op's tensors: the works already done well need no waiting.
+  if (coalesced_works_.size() >= 1024)
+    std::erase_if(coalesced_works_, [](const c10::intrusive_ptr<c10d::Work>& w) {
+      return w->isCompleted() && !w->exception();
+    });
+  coalesced_works_.push_back(work);
+  return work;
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::enqueue_device(
+    c10d::OpType type, std::vector<at::Tensor> outputs, const std::vector<at::Tensor>& used,
+    std::function<void(DeviceCollectives&)> body) {
+  DevicePath* path = &device_path(used.front().device(), type);
+  const std::vector<c10::Device> devices = path->devices();
   std::shared_ptr<DeviceTicket> ticket = path->begin(used);
   auto work = c10::make_intrusive<RisemlWork>(rank_, type, std::move(outputs), queue_, devices);
   work->set_after_wait([ticket] { ticket->wait_done(); });
@@ -227,7 +255,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::enqueue_device(
       fail_current(*w, type);
     }
   });
-  return work;
+  return track(work);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::enqueue(const std::shared_ptr<OpQueue>& queue,
@@ -243,7 +271,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::enqueue(const std::shared_ptr
       fail_current(*work, type);
     }
   });
-  return work;
+  return track(work);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::broadcast(std::vector<at::Tensor>& tensors,
@@ -1025,47 +1053,37 @@ void ProcessGroupRiseml::monitoredBarrier(const c10d::BarrierOptions& opts, bool
                            std::to_string(timeout.count()) + " ms");
 }
 
-std::string ProcessGroupRiseml::p2p_key(int src, int dst, int tag, bool take) {
-  std::lock_guard lock(p2p_mutex_);
-  const std::uint64_t n = take ? p2p_sequence_[{src, dst, tag}]++ : p2p_sequence_[{src, dst, tag}];
-  return rendezvous_->key("p2p/") + std::to_string(src) + "/" + std::to_string(dst) + "/" +
-         std::to_string(tag) + "/" + std::to_string(n);
-}
-
 c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::send(std::vector<at::Tensor>& tensors,
                                                         int dst_rank, int tag) {
-  host_only("send", tensors);
   expect_one(tensors, "send");
   check_root(dst_rank, size_, "send");
+  if (on_device(tensors, "send")) return device_p2p(tensors, dst_rank, /*is_send=*/true);
   const CoreView v = core_view(tensors[0], "send");
-  const std::size_t bytes = v.count * element_size(v.type);
-  std::vector<uint8_t> payload(static_cast<const uint8_t*>(v.data),
-                               static_cast<const uint8_t*>(v.data) + bytes);
-  const std::string k = p2p_key(rank_, dst_rank, tag, /*take=*/true);
   // Written now: the caller may reuse its tensor once send() returns, and a send never waits
   // behind this rank's pending receives.
   auto work = c10::make_intrusive<RisemlWork>(rank_, c10d::OpType::SEND, tensors,
                                               std::weak_ptr<OpQueue>());  // done before it returns
   try {
-    store_->set(k, payload);
+    mailbox_->post("p2p/", dst_rank, tag, v.data, v.count * element_size(v.type));
     work->succeed();
   } catch (const std::exception& e) {
     work->fail(std::make_exception_ptr(std::runtime_error(
         "riseml send to rank " + std::to_string(dst_rank) + " failed: " + e.what())));
   }
-  return work;
+  return track(work);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::recv(std::vector<at::Tensor>& tensors,
                                                         int src_rank, int tag) {
-  host_only("recv", tensors);
   expect_one(tensors, "recv");
   check_root(src_rank, size_, "recv");
+  if (on_device(tensors, "recv")) return device_p2p(tensors, src_rank, /*is_send=*/false);
   return receive(tensors, src_rank, tag);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::recvAnysource(
     std::vector<at::Tensor>& tensors, int tag) {
+  // NCCL matches a receive with one sender's sends; nothing on the device takes "any rank".
   host_only("recvAnysource", tensors);
   expect_one(tensors, "recvAnysource");
   return receive(tensors, -1, tag);
@@ -1078,57 +1096,117 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::receive(std::vector<at::Tenso
   auto work = c10::make_intrusive<RisemlWork>(rank_, src_rank < 0 ? c10d::OpType::RECVANYSOURCE
                                                                   : c10d::OpType::RECV,
                                               tensors, p2p_queue_);
-  // The message numbers are taken here, on the receiving thread in call order, so that
-  // receives from one rank and from any rank consume one sequence.
+  // The messages are taken on the receiving thread in call order, so that receives from one
+  // rank and from any rank consume one sequence.
   p2p_queue_->push([this, work, v, bytes, src_rank, tag] {
     try {
-      const std::string from = src_rank < 0 ? "any rank" : "rank " + std::to_string(src_rank);
-      // Polled, not store.wait(): a client store may hold its one connection for a whole wait,
-      // which would hold up this rank's sends.
-      const auto deadline = std::chrono::steady_clock::now() + timeout_;
-      auto pause = std::chrono::microseconds(50);
-      int found = -1;
-      std::string key;
-      auto destroyed = [&] {
-        return std::runtime_error("riseml recv: the process group was destroyed while " + from +
-                                  " had not sent");
-      };
-      while (found < 0) {
-        if (destroying_) throw destroyed();
-        for (int src = 0; src < size_ && found < 0; ++src) {
-          if (src == rank_ || (src_rank >= 0 && src != src_rank)) continue;
-          key = p2p_key(src, rank_, tag, /*take=*/false);
-          try {
-            if (store_->check({key})) found = src;
-          } catch (const std::exception& e) {
-            // While the group goes, the store may go first (its host rank exited).
-            if (destroying_) throw destroyed();
-            throw std::runtime_error("riseml recv from " + from + ": the store failed (" +
-                                     e.what() + "); did the rank that hosts it exit?");
-          }
-        }
-        if (found >= 0) break;
-        if (std::chrono::steady_clock::now() > deadline)
-          throw std::runtime_error("riseml recv: " + from + " sent nothing with tag " +
-                                   std::to_string(tag) + " within " +
-                                   std::to_string(timeout_.count()) + " ms");
-        std::this_thread::sleep_for(pause);
-        pause = std::min(pause * 2, std::chrono::microseconds(2000));
-      }
-      p2p_key(found, rank_, tag, /*take=*/true);
-      const std::vector<uint8_t> payload = store_->get(key);
-      store_->deleteKey(key);
-      if (payload.size() != bytes)
-        throw std::runtime_error("riseml recv: rank " + std::to_string(found) + " sent " +
-                                 std::to_string(payload.size()) + " bytes, this rank expected " +
-                                 std::to_string(bytes));
-      std::memcpy(v.data, payload.data(), bytes);
-      work->succeed_from(found);
+      work->succeed_from(mailbox_->take("recv", "p2p/", src_rank, tag, v.data, bytes));
     } catch (...) {
       work->fail(std::current_exception());
     }
   });
+  return track(work);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::device_p2p(std::vector<at::Tensor>& tensors,
+                                                              int peer, bool is_send) {
+  const char* op = is_send ? "send" : "recv";
+  const c10d::OpType type = is_send ? c10d::OpType::SEND : c10d::OpType::RECV;
+  device_bytes(tensors[0], op);  // refuses what the device path cannot take, at the call
+  DevicePath& path = device_path(tensors[0].device(), type);
+  auto work = c10::make_intrusive<RisemlWork>(rank_, type, tensors, queue_, path.devices());
+  HeldTransfer held{tensors[0], peer, is_send, work};
+  {
+    std::lock_guard lock(coalescing_mutex_);
+    if (coalescing_) {
+      held_transfers_.push_back(std::move(held));
+      coalesced_works_.push_back(work);
+      return work;
+    }
+  }
+  std::vector<HeldTransfer> alone;
+  alone.push_back(std::move(held));
+  post_device_batch(std::move(alone));
   return work;
 }
+
+void ProcessGroupRiseml::post_device_batch(std::vector<HeldTransfer> batch) {
+  if (batch.empty()) return;
+  std::vector<at::Tensor> used;
+  for (const auto& h : batch) used.push_back(h.tensor);
+#if RISEML_TORCH_MAJOR >= 2
+  const c10d::OpType many = c10d::OpType::COALESCED;
+#else
+  const c10d::OpType many = c10d::OpType::UNKNOWN;  // torch 1.13: no coalescing blocks
+#endif
+  const c10d::OpType type = batch.size() > 1      ? many
+                            : batch.front().is_send ? c10d::OpType::SEND
+                                                    : c10d::OpType::RECV;
+  DevicePath* path = nullptr;
+  std::shared_ptr<DeviceTicket> ticket;
+  try {
+    path = &device_path(used.front().device(), type);
+    ticket = path->begin(used);
+  } catch (...) {
+    for (const auto& h : batch) fail_current(*h.work, type);  // nobody waits on them forever
+    throw;
+  }
+  for (const auto& h : batch) h.work->set_after_wait([ticket] { ticket->wait_done(); });
+  queue_->push([batch = std::move(batch), ticket, path, type] {
+    try {
+      path->run(
+          *ticket,
+          [&batch](DeviceCollectives& d) {
+            std::vector<PeerSend> sends;
+            std::vector<PeerReceive> receives;
+            for (const auto& h : batch) {
+              const ByteView v = device_bytes(h.tensor, h.is_send ? "send" : "recv");
+              if (h.is_send)
+                sends.push_back({v.data, v.bytes, h.peer});
+              else
+                receives.push_back({v.data, v.bytes, h.peer});
+            }
+            d.exchange(sends, receives);
+          },
+          [&batch] {
+            for (const auto& h : batch) h.work->succeed();
+          });
+    } catch (...) {
+      for (const auto& h : batch) fail_current(*h.work, type);
+    }
+  });
+}
+
+#if RISEML_TORCH_MAJOR >= 2
+void ProcessGroupRiseml::startCoalescing() {
+  std::vector<HeldTransfer> abandoned;
+  {
+    std::lock_guard lock(coalescing_mutex_);
+    // A block still open was left by an exception (torch's _coalescing_manager does not end it
+    // then; abort_process_group starts one regardless): its held transfers are posted now, so
+    // that their works finish, and its works are no longer the new block's.
+    abandoned.swap(held_transfers_);
+    coalesced_works_.clear();
+    coalescing_ = true;
+  }
+  post_device_batch(std::move(abandoned));
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::endCoalescing() {
+  std::vector<c10::intrusive_ptr<c10d::Work>> works;
+  std::vector<HeldTransfer> held;
+  {
+    std::lock_guard lock(coalescing_mutex_);
+    if (!coalescing_)
+      refuse("endCoalescing", "no coalescing block is open on this process group "
+                              "(startCoalescing first)");
+    coalescing_ = false;
+    works.swap(coalesced_works_);
+    held.swap(held_transfers_);
+  }
+  post_device_batch(std::move(held));
+  return CoalescedWork::create(rank_, std::move(works));
+}
+#endif
 
 }  // namespace riseml::torch_distributed

@@ -39,13 +39,17 @@ std::optional<CoreType> core_type(at::ScalarType t) {
   }
 }
 
-// A dense, contiguous tensor of a dtype the core knows, on whichever device.
-CoreView tensor_view(const at::Tensor& tensor, std::string_view operation) {
+void check_dense(const at::Tensor& tensor, std::string_view operation) {
   if (tensor.layout() != at::kStrided)
     refuse(operation, "only dense tensors are supported (got a sparse tensor; call "
                       ".to_dense() first)");
   if (!tensor.is_contiguous())
     refuse(operation, "Tensors must be contiguous (call .contiguous() first)");
+}
+
+// A dense, contiguous tensor of a dtype the core knows, on whichever device.
+CoreView tensor_view(const at::Tensor& tensor, std::string_view operation) {
+  check_dense(tensor, operation);
   const auto core = core_type(tensor.scalar_type());
   if (!core)
     refuse(operation, std::string("tensors of dtype ") + c10::toString(tensor.scalar_type()) +
@@ -73,6 +77,12 @@ CoreView device_view(const at::Tensor& tensor, std::string_view operation) {
                           " are not supported (NCCL has no such type); use another dtype, or "
                           "init_process_group(backend=\"cpu:riseml,cuda:nccl\")");
   return tensor_view(tensor, operation);
+}
+
+ByteView device_bytes(const at::Tensor& tensor, std::string_view operation) {
+  if (!tensor.defined()) refuse(operation, "a tensor argument is undefined");
+  check_dense(tensor, operation);
+  return ByteView{tensor.data_ptr(), static_cast<std::size_t>(tensor.nbytes())};
 }
 
 ReduceOp device_reduction(const c10d::ReduceOp& op, const at::Tensor& tensor,

@@ -30,6 +30,14 @@ CoreView core_view(const at::Tensor& tensor, std::string_view operation);
 // bool). Throws std::invalid_argument naming `operation` and the fix.
 CoreView device_view(const at::Tensor& tensor, std::string_view operation);
 
+// The bytes of a device send or receive, which NCCL moves as bytes (so any dtype): a dense,
+// contiguous tensor. Throws std::invalid_argument naming `operation`.
+struct ByteView {
+  void* data;
+  std::size_t bytes;
+};
+ByteView device_bytes(const at::Tensor& tensor, std::string_view operation);
+
 // The bitwise operations (BAND, BOR, BXOR) the core has no kernel for: done here, after an
 // allgather, on integer and bool tensors.
 enum class Bitwise { none, band, bor, bxor };

@@ -272,6 +272,19 @@ void GpuCollectives::alltoallv(const void* in, std::span<const std::size_t> send
   s.nccl->synchronize();  // the copy back is on the NCCL stream, not on `stream`
 }
 
+void GpuCollectives::exchange(std::span<const PeerSend> sends,
+                              std::span<const PeerReceive> receives, cudaStream_t stream) {
+  State& s = *state_;
+  if (s.options.algorithm != GpuAlgorithm::flat)
+    throw CollectiveError(ErrorKind::invalid_argument,
+                          "riseml gpu: send and receive of device buffers need the flat GPU mode "
+                          "(one NCCL communicator over all ranks), and this job runs the "
+                          "hierarchical one (RISEML_GPU_ALGORITHM or HOROVOD_HIERARCHICAL_ALLREDUCE) "
+                          "on " + s.where() + "; unset it for jobs that send point to point");
+  s.check(cudaSetDevice(s.options.device), "cudaSetDevice");
+  s.nccl->exchange(sends, receives, stream);
+}
+
 bool GpuCollectives::healthy(std::string* why) const { return state_->nccl->healthy(why); }
 
 void GpuCollectives::abort(const std::string& reason) { state_->nccl->abort(reason); }

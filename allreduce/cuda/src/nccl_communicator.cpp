@@ -384,6 +384,32 @@ void NcclCommunicator::alltoallv(const void* in, std::span<const std::size_t> se
   s.end(caller);
 }
 
+void NcclCommunicator::exchange(std::span<const PeerSend> sends,
+                                std::span<const PeerReceive> receives, cudaStream_t caller) {
+  State& s = *state_;
+  auto check_peer = [&](int peer, const char* what) {
+    if (peer < 0 || peer >= s.size)  // itself too: NCCL pairs a group's send and receive
+      throw CollectiveError(ErrorKind::invalid_argument,
+                            std::string("riseml nccl: ") + what + " peer " + std::to_string(peer) +
+                                " is not a rank of the communicator (0.." +
+                                std::to_string(s.size - 1) + ") on " + s.where());
+  };
+  for (const PeerSend& p : sends) check_peer(p.peer, "send");
+  for (const PeerReceive& p : receives) check_peer(p.peer, "receive");
+  s.begin(caller);
+  s.enqueue(ncclGroupStart(), "ncclGroupStart");
+  s.in_group = true;
+  for (const PeerSend& p : sends)
+    if (p.bytes)
+      s.enqueue(ncclSend(p.data, p.bytes, ncclUint8, p.peer, s.comm, s.on(caller)), "ncclSend");
+  for (const PeerReceive& p : receives)
+    if (p.bytes)
+      s.enqueue(ncclRecv(p.data, p.bytes, ncclUint8, p.peer, s.comm, s.on(caller)), "ncclRecv");
+  s.in_group = false;
+  s.enqueue(ncclGroupEnd(), "ncclGroupEnd");
+  s.end(caller);
+}
+
 void NcclCommunicator::synchronize() {
   State& s = *state_;
   if (s.failed)

@@ -319,6 +319,30 @@ def test_torch2(n):
     cm.wait()
     check(outs[0].tolist() == [2.0 * me, 2.0 * me + 1] and outs[1].tolist() == [10.0 * me],
           "coalesced reduce_scatter_tensor (MAX)")
+    # batch_isend_irecv: torch coalesces it for riseml (supports_coalescing): the receives
+    # listed first, two messages to one peer matched in order, mixed dtypes; one Work.
+    right, left = (me + 1) % n, (me - 1) % n
+    a, b = torch.empty(4), torch.empty(3, dtype=torch.int64)
+    ops = [dist.P2POp(dist.irecv, a, left), dist.P2POp(dist.irecv, b, left),
+           dist.P2POp(dist.isend, torch.full((4,), float(me)), right),
+           dist.P2POp(dist.isend, torch.arange(3) + 100 * me, right)]
+    reqs = dist.batch_isend_irecv(ops)
+    check(len(reqs) == 1, "batch_isend_irecv returns one Work (got %d)" % len(reqs))
+    for r in reqs:
+        r.wait()
+    check(a.tolist() == [float(left)] * 4 and b.tolist() == [100 * left + i for i in range(3)],
+          "batch_isend_irecv ring: %s %s" % (a.tolist(), b.tolist()))
+    me_too = torch.zeros(2)
+    for r in dist.batch_isend_irecv([dist.P2POp(dist.irecv, me_too, me),
+                                     dist.P2POp(dist.isend, torch.full((2,), me + 0.5), me)]):
+        r.wait()
+    check(me_too.tolist() == [me + 0.5] * 2, "batch_isend_irecv to this rank itself")
+    # Other ops inside a coalescing block run at their call; the block's Work waits for them.
+    t = torch.full((5,), float(me))
+    with dist._coalescing_manager(device=torch.device("cpu"), async_ops=True) as cm:
+        dist.broadcast(t, src=n - 1)
+    cm.wait()
+    check(t.tolist() == [float(n - 1)] * 5, "broadcast in a coalescing block")
     # split_group: even and odd ranks, each its own riseml group.
     splits = [[r for r in range(n) if r % 2 == 0], [r for r in range(n) if r % 2 == 1]]
     group = dist.split_group(split_ranks=[s for s in splits if s])

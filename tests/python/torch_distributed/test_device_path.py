@@ -10,7 +10,8 @@ streams. Checked here: results of allreduce (every reduce op and dtype the GPU c
 take), broadcast, all_gather (list, chunks of one tensor), all_gather_into_tensor,
 all_reduce_coalesced, reduce_scatter_tensor, reduce_scatter (equal and unequal blocks), their
 coalesced forms, all_to_all_single (equal and given splits), all_to_all, reduce, gather and
-scatter, async futures, device ops interleaved with CPU-path ops (barrier), a
+scatter, send and recv alone and in batch_isend_irecv (one batch), async futures, device ops
+interleaved with CPU-path ops (barrier), a
 DDP training step against the same step computed locally, and the refusals: the ops and
 dtypes the GPU collectives lack fail that call, naming the op and the fix
 ("cpu:riseml,cuda:nccl"). What needs a GPU (events, our stream, recordStream, NCCL) is
@@ -173,12 +174,15 @@ def main():
     refused(lambda: dist.all_reduce(torch.ones(3, dtype=torch.int32), op=R.BAND),
             "allreduce", "BAND")
     if size > 1:
-        peer = (rank + 1) % size
-        refused(lambda: dist.send(torch.ones(2), dst=peer), "send", "send")
+        # NCCL pairs a receive with one sender: none from any rank on the device.
+        refused(lambda: dist.recv(torch.ones(2)), "recvAnysource", "recv from any rank")
     # The group still works after the refusals (they failed before anything was queued).
     t = torch.ones(5)
     dist.all_reduce(t)
     check(torch.all(t == size), "all_reduce after the refusals")
+
+    if size > 1:
+        point_to_point(rank, size)
 
     ddp_step(rank, size)
 
@@ -300,6 +304,71 @@ def rooted(rank, size):
         ins = [torch.full((4,), float(10 * root + r)) for r in range(size)] if rank == root else None
         dist.scatter(out, ins, src=root)
         check(torch.all(out == 10 * root + rank), "scatter from %d: %s" % (root, out))
+
+
+def point_to_point(rank, size):
+    """send and recv: alone (each its own batch on the device, in the group's op order: a ring
+    that sends before it receives), and batch_isend_irecv, which torch coalesces for riseml into
+    one batch posted at the end (one NCCL group): the receives listed before the sends, which
+    would deadlock one by one, two messages to one peer matched in order, several dtypes, an
+    empty tensor; per-op Works inside a coalescing block; a collective after them."""
+    right, left = (rank + 1) % size, (rank - 1) % size
+    for i in range(3):
+        dist.send(torch.full((5,), float(10 * rank + i)), dst=right)
+        got = torch.zeros(5)
+        dist.recv(got, src=left)
+        check(torch.equal(got, torch.full((5,), float(10 * left + i))), "send/recv ring, round %d" % i)
+    # Sends and receives move bytes: int16 and bool too, which no NCCL reduction takes.
+    dist.send(torch.tensor([rank % 2 == 0, True, False]), dst=right)
+    flags = torch.zeros(3, dtype=torch.bool)
+    dist.recv(flags, src=left)
+    check(flags.tolist() == [left % 2 == 0, True, False], "bool send/recv: %s" % flags)
+    if rank == 0:
+        for r in range(1, size):
+            dist.send(torch.arange(4, dtype=torch.int32) + r, dst=r)
+    else:
+        got = torch.zeros(4, dtype=torch.int32)
+        work = dist.irecv(got, src=0)
+        work.wait()
+        check(torch.equal(got, torch.arange(4, dtype=torch.int32) + rank), "irecv from rank 0")
+    a = torch.zeros(6)
+    b = torch.zeros(2, 3, dtype=torch.float64)
+    c = torch.zeros(3, dtype=torch.int64)
+    e = torch.zeros(0)
+    ops = [dist.P2POp(dist.irecv, a, left), dist.P2POp(dist.irecv, b, left),
+           dist.P2POp(dist.irecv, c, right), dist.P2POp(dist.irecv, e, left),
+           dist.P2POp(dist.isend, torch.full((6,), float(rank)), right),
+           dist.P2POp(dist.isend, torch.arange(6, dtype=torch.float64).view(2, 3) * rank, right),
+           dist.P2POp(dist.isend, torch.arange(3) + 100 * rank, left),
+           dist.P2POp(dist.isend, torch.zeros(0), right)]
+    reqs = dist.batch_isend_irecv(ops)
+    check(len(reqs) == 1, "batch_isend_irecv: one Work for the batch (got %d)" % len(reqs))
+    for r in reqs:
+        r.wait()
+    check(torch.equal(a, torch.full((6,), float(left))), "batch: float32 from the left: %s" % a)
+    check(torch.equal(b, torch.arange(6, dtype=torch.float64).view(2, 3) * left),
+          "batch: second message from the left, in order: %s" % b)
+    check(torch.equal(c, torch.arange(3) + 100 * right), "batch: int64 from the right: %s" % c)
+    # A batch may send to this rank itself (torch's nccl test does; NCCL pairs them in a group).
+    me = torch.zeros(4)
+    for r in dist.batch_isend_irecv([dist.P2POp(dist.irecv, me, rank),
+                                     dist.P2POp(dist.isend, torch.full((4,), rank + 0.25), rank)]):
+        r.wait()
+    check(torch.equal(me, torch.full((4,), rank + 0.25)), "batch to this rank itself: %s" % me)
+    # The per-op Works of a coalescing block finish with the batch.
+    x = torch.zeros(2, dtype=torch.int16)
+    with dist._coalescing_manager(device=x.device, async_ops=True) as cm:
+        w_recv = dist.irecv(x, src=left)
+        w_send = dist.isend(torch.full((2,), rank * 7, dtype=torch.int16), dst=right)
+    cm.wait()
+    for w in (w_recv, w_send):
+        if w is not None:
+            w.wait()
+            check(w.is_completed(), "a coalesced op's own Work is completed with the batch")
+    check(x.tolist() == [left * 7] * 2, "coalesced irecv of int16: %s" % x)
+    t = torch.ones(3)
+    dist.all_reduce(t)
+    check(torch.all(t == size), "all_reduce after the sends and receives")
 
 
 def ddp_step(rank, size):

@@ -19,10 +19,8 @@
 #include <atomic>
 #include <chrono>
 #include <cstddef>
-#include <map>
 #include <memory>
 #include <mutex>
-#include <tuple>
 #include <optional>
 #include <string_view>
 #include <functional>
@@ -35,6 +33,8 @@ class StoreRendezvous;
 class ScratchBuffers;
 class DeviceCollectives;
 class DevicePath;
+class RisemlWork;
+class StoreMailbox;
 
 struct ProcessGroupOptions {
   // Everything but the timeout, which is the group's (init_process_group / new_group timeout).
@@ -122,6 +122,13 @@ class ProcessGroupRiseml : public BackendBase {
   // split_group: a new riseml backend over `ranks` (global ranks of this group's world),
   // set up through `store` (namespaced by torch for the new group).
   bool supportsSplitting() const override { return true; }
+  // torch's batch_isend_irecv and _coalescing_manager: between start and end, sends and
+  // receives of device tensors are held and posted as one batch at the end (one NCCL group:
+  // no order of them within the batch can deadlock); every other op runs at its call. The end's
+  // Work completes when every op of the block has.
+  bool supportsCoalescing() const override { return true; }
+  void startCoalescing() override;
+  c10::intrusive_ptr<c10d::Work> endCoalescing() override;
   // What split_group hands split() (torch clones it): the backend's name and timeout.
   c10::intrusive_ptr<Options> getBackendOptions() override {
     return c10::make_intrusive<Options>("riseml", timeout_);
@@ -164,9 +171,18 @@ class ProcessGroupRiseml : public BackendBase {
   // allreduce of a sparse COO tensor (SUM): an allgather of every rank's indices and values.
   c10::intrusive_ptr<c10d::Work> sparse_allreduce(at::Tensor& tensor,
                                                   const c10d::AllreduceOptions& opts);
-  std::string p2p_key(int src, int dst, int tag, bool take);
   c10::intrusive_ptr<c10d::Work> receive(std::vector<at::Tensor>& tensors, int src_rank,
                                          int tag);  // src_rank -1: any
+  // send and recv of device tensors: one batch of its own, or held for the coalescing block's.
+  c10::intrusive_ptr<c10d::Work> device_p2p(std::vector<at::Tensor>& tensors, int peer,
+                                            bool is_send);
+  struct HeldTransfer;  // a device send or receive held until endCoalescing
+  void post_device_batch(std::vector<HeldTransfer> batch);
+  // The path for device tensors on `device` (made at the first device op).
+  DevicePath& device_path(const c10::Device& device, c10d::OpType type);
+  // Every Work an op returns passes here: inside a coalescing block, endCoalescing's Work waits
+  // for it.
+  c10::intrusive_ptr<c10d::Work> track(c10::intrusive_ptr<c10d::Work> work);
 
   c10::intrusive_ptr<c10d::Store> store_;
   std::chrono::milliseconds timeout_;
@@ -175,9 +191,12 @@ class ProcessGroupRiseml : public BackendBase {
   std::unique_ptr<Communicator> communicator_;
   std::unique_ptr<ScratchBuffers> scratch_;  // the worker thread's reusable buffers
   std::uint64_t monitored_barriers_ = 0;
-  std::map<std::tuple<int, int, int>, std::uint64_t> p2p_sequence_;  // (src, dst, tag) -> next
-  std::mutex p2p_mutex_;
   std::atomic<bool> destroying_{false};
+  std::unique_ptr<StoreMailbox> mailbox_;  // send and recv of CPU tensors (and the stand-in's)
+  std::mutex coalescing_mutex_;
+  bool coalescing_ = false;  // between startCoalescing and endCoalescing
+  std::vector<c10::intrusive_ptr<c10d::Work>> coalesced_works_;
+  std::vector<HeldTransfer> held_transfers_;
   std::mutex device_mutex_;
   std::unique_ptr<DevicePath> device_path_;  // made at the first device op (set-up: its first run)
   std::shared_ptr<OpQueue> queue_;      // collectives, in call order (Works hold it weakly)

@@ -70,6 +70,11 @@ class GpuCollectives {
   void alltoallv(const void* in, std::span<const std::size_t> send_counts, void* out,
                  std::span<const std::size_t> recv_counts, DataType type, cudaStream_t stream);
 
+  // Point to point (NcclCommunicator::exchange), flat mode only: hierarchical mode has no NCCL
+  // communicator across hosts (CollectiveError(invalid_argument), naming the fix).
+  void exchange(std::span<const PeerSend> sends, std::span<const PeerReceive> receives,
+                cudaStream_t stream);
+
   // NcclCommunicator::healthy / abort of this rank's communicator.
   bool healthy(std::string* why) const;
   void abort(const std::string& reason);

@@ -13,6 +13,7 @@
 
 #include <riseml/collective_error.hpp>
 #include <riseml/datatype.hpp>
+#include <riseml/peer_transfer.hpp>
 #include <riseml/rendezvous.hpp>
 
 #include <cuda_runtime.h>
@@ -86,6 +87,11 @@ class NcclCommunicator {
   // and receives; recv_counts[r] here must equal send_counts[this rank] on rank r).
   void alltoallv(const void* in, std::span<const std::size_t> send_counts, void* out,
                  std::span<const std::size_t> recv_counts, DataType type, cudaStream_t caller);
+
+  // Point to point: every send and receive of the batch in one NCCL group (bytes; a peer's
+  // sends match its receives from this rank in order, as NCCL pairs them).
+  void exchange(std::span<const PeerSend> sends, std::span<const PeerReceive> receives,
+                cudaStream_t caller);
 
   // Waits until everything enqueued so far has completed, at most the timeout; on a timeout or
   // an NCCL error aborts the communicator and throws.

@@ -1,0 +1,84 @@
+#include "coalesced_work.hpp"
+
+#include <ATen/core/ivalue.h>
+#include <ATen/core/jit_type.h>
+
+#include <atomic>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <utility>
+
+namespace riseml::torch_distributed {
+
+namespace {
+
+#if RISEML_TORCH_MAJOR >= 2
+constexpr c10d::OpType kCoalesced = c10d::OpType::COALESCED;
+#else
+constexpr c10d::OpType kCoalesced = c10d::OpType::UNKNOWN;  // torch 1.13 has no such type
+#endif
+
+// What the callbacks share: how many ops are still running and the first error.
+struct Pending {
+  explicit Pending(std::size_t n) : left(n) {}
+  std::atomic<std::size_t> left;
+  std::mutex mutex;
+  std::exception_ptr error;
+};
+
+}  // namespace
+
+CoalescedWork::CoalescedWork(int rank, std::vector<c10::intrusive_ptr<c10d::Work>> works)
+    : c10d::Work(rank, kCoalesced),
+      works_(std::move(works)),
+      future_(c10::make_intrusive<c10::ivalue::Future>(
+          c10::ListType::create(c10::TensorType::get()))) {}
+
+c10::intrusive_ptr<CoalescedWork> CoalescedWork::create(
+    int rank, std::vector<c10::intrusive_ptr<c10d::Work>> works) {
+  auto self = c10::make_intrusive<CoalescedWork>(rank, std::move(works));
+  if (self->works_.empty()) {
+    self->future_->markCompleted(c10::IValue(std::vector<at::Tensor>{}));
+    self->finish();
+    return self;
+  }
+  auto pending = std::make_shared<Pending>(self->works_.size());
+  // Each callback holds the work, so that the last one can complete it after its owner let go.
+  for (const auto& w : self->works_) {
+    w->getFuture()->addCallback([pending, self](c10::ivalue::Future& f) {
+      if (f.hasError()) {
+        std::lock_guard lock(pending->mutex);
+        if (!pending->error) pending->error = f.exception_ptr();
+      }
+      if (--pending->left != 0) return;
+      std::exception_ptr error;
+      {
+        std::lock_guard lock(pending->mutex);
+        error = pending->error;
+      }
+      if (error) {
+        self->future_->setError(error);
+        self->finish(error);
+      } else {
+        self->future_->markCompleted(c10::IValue(self->result()));
+        self->finish();
+      }
+    });
+  }
+  return self;
+}
+
+bool CoalescedWork::wait(std::chrono::milliseconds timeout) {
+  for (const auto& w : works_) w->wait(timeout);  // throws the op's error
+  return c10d::Work::wait(timeout);
+}
+
+std::vector<at::Tensor> CoalescedWork::result() {
+  std::vector<at::Tensor> all;
+  for (const auto& w : works_)
+    for (const at::Tensor& t : w->result()) all.push_back(t);
+  return all;
+}
+
+}  // namespace riseml::torch_distributed
