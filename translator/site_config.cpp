@@ -78,9 +78,9 @@ std::optional<SiteNetwork::HostPath> parse_host_path(YamlReader& r, const YAML::
   return host;
 }
 
-// spread: {fast: 0.97, mean: 1.02, slow: 1.15}: the 5th and 95th percentiles of the fit's bursts
-// of gradients through the engine, each over the model's time for it, and their mean over their
-// median.
+// spread: {fast: 0.97, mean: 1.02, slow: 1.15}: the fastest and slowest of the fit's bursts of
+// gradients through the engine, each over the model's time for it, and their mean over their
+// median (files of 2026-12-06 to 12-07 hold their 5th and 95th percentiles instead).
 std::optional<SiteNetwork::Spread> parse_spread(YamlReader& r, const YAML::Node& node) {
   const std::string path = "network.spread";
   const char* example =

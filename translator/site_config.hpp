@@ -38,7 +38,7 @@ struct SiteNetwork {
   double cycle_overhead_s = 0;           // the engine's own time a cycle (riseml-bench --fit)
   double overlap_slowdown = 0;           // compute speed lost while collectives run (0..<1)
   // The fit's bursts of gradients through the engine (riseml-bench --fit), each over the
-  // model's time for it: their 5th and 95th percentiles bound the range riseml estimate prints;
+  // model's time for it: the fastest and slowest bound the range riseml estimate prints;
   // their mean over their median says how much a long run's average step lies above a typical
   // one.
   struct Spread {

@@ -269,13 +269,13 @@ int estimate(const EstimateOptions& o) {
   if (net.spread) {
     // The point charges the fitted medians, which matched riseml-replay's median steps best
     // (docs/scaling.md); the range is every part of the engine's work as fast and as slow as the
-    // fit's bursts through the engine ran against the model (their 5th and 95th percentiles): a
+    // fit's bursts through the engine ran against the model (the fastest and slowest burst): a
     // stalled TCP flow, a busy host, the engine's own gaps.
     const double fast = m::simulate_step(profile, m::with_engine_scaled(job, net.spread->fast), engine).step_s;
     const double slow = m::simulate_step(profile, m::with_engine_scaled(job, net.spread->slow), engine).step_s;
     const double low = std::min(p.step_s, fast), high = std::max(p.step_s, slow);
     std::printf("  range %.1f - %.1f ms (%+.1f%% / %+.1f%%): the engine's work as fast and as slow as the fit's "
-                "bursts ran (spread fast %.3f, slow %.3f: their 5th and 95th percentiles; their mean %.3f of the "
+                "bursts ran (spread fast %.3f, slow %.3f; their mean %.3f of the "
                 "median: a long run's average step)\n",
                 low * 1e3, high * 1e3, 100 * (low / p.step_s - 1), 100 * (high / p.step_s - 1), net.spread->fast,
                 net.spread->slow, net.spread->mean);

@@ -51,7 +51,7 @@ struct Cluster {
 
 // The cluster with every part of the engine's work taking `f` times as long: links, reduction,
 // fusion copies, the engine's own time a cycle. riseml-bench --fit measures the f its bursts
-// ran at (the spread: their 5th and 95th percentiles); riseml estimate prints the step at both
+// ran at (the spread: the fastest and slowest); riseml estimate prints the step at both
 // (the range).
 Cluster with_engine_scaled(Cluster c, double f);
 
