@@ -124,7 +124,7 @@ at::Tensor as_core(const at::Tensor& t) {
 }
 
 // A contiguous tensor's bytes, a view of it.
-at::Tensor as_bytes(const at::Tensor& t) { return as_core(t).view(at::kByte); }
+[[maybe_unused]] at::Tensor as_bytes(const at::Tensor& t) { return as_core(t).view(at::kByte); }
 
 // The counts of an allgather of `count` elements from each of `size` ranks.
 std::vector<std::size_t> equal_counts(int size, std::size_t count) {
