@@ -6,7 +6,6 @@
 #include <atomic>
 #include <exception>
 #include <memory>
-#include <mutex>
 #include <utility>
 
 namespace riseml::torch_distributed {
@@ -18,14 +17,6 @@ constexpr c10d::OpType kCoalesced = c10d::OpType::COALESCED;
 #else
 constexpr c10d::OpType kCoalesced = c10d::OpType::UNKNOWN;  // torch 1.13 has no such type
 #endif
-
-// What the callbacks share: how many ops are still running and the first error.
-struct Pending {
-  explicit Pending(std::size_t n) : left(n) {}
-  std::atomic<std::size_t> left;
-  std::mutex mutex;
-  std::exception_ptr error;
-};
 
 }  // namespace
 
@@ -43,27 +34,20 @@ c10::intrusive_ptr<CoalescedWork> CoalescedWork::create(
     self->finish();
     return self;
   }
-  auto pending = std::make_shared<Pending>(self->works_.size());
   // Each callback holds the work, so that the last one can complete it after its owner let go.
+  auto left = std::make_shared<std::atomic<std::size_t>>(self->works_.size());
   for (const auto& w : self->works_) {
-    w->getFuture()->addCallback([pending, self](c10::ivalue::Future& f) {
-      if (f.hasError()) {
-        std::lock_guard lock(pending->mutex);
-        if (!pending->error) pending->error = f.exception_ptr();
-      }
-      if (--pending->left != 0) return;
-      std::exception_ptr error;
-      {
-        std::lock_guard lock(pending->mutex);
-        error = pending->error;
-      }
-      if (error) {
-        self->future_->setError(error);
-        self->finish(error);
-      } else {
-        self->future_->markCompleted(c10::IValue(self->result()));
-        self->finish();
-      }
+    w->getFuture()->addCallback([left, self](c10::ivalue::Future&) {
+      if (--*left != 0) return;
+      for (const auto& done : self->works_)  // the first error in the block's order
+        if (done->getFuture()->hasError()) {
+          const std::exception_ptr error = done->getFuture()->exception_ptr();
+          self->future_->setError(error);
+          self->finish(error);
+          return;
+        }
+      self->future_->markCompleted(c10::IValue(self->result()));
+      self->finish();
     });
   }
   return self;

@@ -242,20 +242,34 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::track(c10::intrusive_ptr<c10d
 c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::enqueue_device(
     c10d::OpType type, std::vector<at::Tensor> outputs, const std::vector<at::Tensor>& used,
     std::function<void(DeviceCollectives&)> body) {
-  DevicePath* path = &device_path(used.front().device(), type);
-  const std::vector<c10::Device> devices = path->devices();
-  std::shared_ptr<DeviceTicket> ticket = path->begin(used);
-  auto work = c10::make_intrusive<RisemlWork>(rank_, type, std::move(outputs), queue_, devices);
-  work->set_after_wait([ticket] { ticket->wait_done(); });
-  RisemlWork* w = work.get();
-  queue_->push([work, w, type, ticket, path, body = std::move(body)] {
+  DevicePath& path = device_path(used.front().device(), type);
+  auto work =
+      c10::make_intrusive<RisemlWork>(rank_, type, std::move(outputs), queue_, path.devices());
+  post_device(path, type, used, {work}, std::move(body));
+  return track(work);
+}
+
+void ProcessGroupRiseml::post_device(DevicePath& path, c10d::OpType type,
+                                     const std::vector<at::Tensor>& used,
+                                     std::vector<c10::intrusive_ptr<RisemlWork>> works,
+                                     std::function<void(DeviceCollectives&)> body) {
+  std::shared_ptr<DeviceTicket> ticket;
+  try {
+    ticket = path.begin(used);
+  } catch (...) {
+    for (const auto& w : works) fail_current(*w, type);  // nobody waits on them forever
+    throw;
+  }
+  for (const auto& w : works) w->set_after_wait([ticket] { ticket->wait_done(); });
+  queue_->push([works = std::move(works), type, ticket, path = &path, body = std::move(body)] {
     try {
-      path->run(*ticket, body, [w] { w->succeed(); });
+      path->run(*ticket, body, [&works] {
+        for (const auto& w : works) w->succeed();
+      });
     } catch (...) {
-      fail_current(*w, type);
+      for (const auto& w : works) fail_current(*w, type);
     }
   });
-  return track(work);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::enqueue(const std::shared_ptr<OpQueue>& queue,
@@ -1142,38 +1156,21 @@ void ProcessGroupRiseml::post_device_batch(std::vector<HeldTransfer> batch) {
   const c10d::OpType type = batch.size() > 1      ? many
                             : batch.front().is_send ? c10d::OpType::SEND
                                                     : c10d::OpType::RECV;
-  DevicePath* path = nullptr;
-  std::shared_ptr<DeviceTicket> ticket;
-  try {
-    path = &device_path(used.front().device(), type);
-    ticket = path->begin(used);
-  } catch (...) {
-    for (const auto& h : batch) fail_current(*h.work, type);  // nobody waits on them forever
-    throw;
-  }
-  for (const auto& h : batch) h.work->set_after_wait([ticket] { ticket->wait_done(); });
-  queue_->push([batch = std::move(batch), ticket, path, type] {
-    try {
-      path->run(
-          *ticket,
-          [&batch](DeviceCollectives& d) {
-            std::vector<PeerSend> sends;
-            std::vector<PeerReceive> receives;
-            for (const auto& h : batch) {
-              const ByteView v = device_bytes(h.tensor, h.is_send ? "send" : "recv");
-              if (h.is_send)
-                sends.push_back({v.data, v.bytes, h.peer});
-              else
-                receives.push_back({v.data, v.bytes, h.peer});
-            }
-            d.exchange(sends, receives);
-          },
-          [&batch] {
-            for (const auto& h : batch) h.work->succeed();
-          });
-    } catch (...) {
-      for (const auto& h : batch) fail_current(*h.work, type);
+  std::vector<c10::intrusive_ptr<RisemlWork>> works;
+  for (const auto& h : batch) works.push_back(h.work);
+  // Each op found the path and checked its device at its call.
+  DevicePath& path = device_path(used.front().device(), type);
+  post_device(path, type, used, std::move(works), [batch = std::move(batch)](DeviceCollectives& d) {
+    std::vector<PeerSend> sends;
+    std::vector<PeerReceive> receives;
+    for (const auto& h : batch) {
+      const ByteView v = device_bytes(h.tensor, h.is_send ? "send" : "recv");
+      if (h.is_send)
+        sends.push_back({v.data, v.bytes, h.peer});
+      else
+        receives.push_back({v.data, v.bytes, h.peer});
     }
+    d.exchange(sends, receives);
   });
 }
 

@@ -360,28 +360,20 @@ void NcclCommunicator::alltoallv(const void* in, std::span<const std::size_t> se
     throw CollectiveError(ErrorKind::invalid_argument,
                           "riseml nccl: alltoallv needs one send and one receive count per rank "
                           "on " + s.where());
+  // Moves bytes only: the pairs' sends and receives in one group.
   const std::size_t esize = element_size(type);
-  s.begin(caller);
-  s.enqueue(ncclGroupStart(), "ncclGroupStart");
-  s.in_group = true;
+  std::vector<PeerSend> sends;
+  std::vector<PeerReceive> receives;
   std::size_t sent = 0, received = 0;
   for (int r = 0; r < s.size; ++r) {
     const std::size_t ns = send_counts[static_cast<std::size_t>(r)];
     const std::size_t nr = recv_counts[static_cast<std::size_t>(r)];
-    if (ns)
-      s.enqueue(ncclSend(static_cast<const std::byte*>(in) + sent * esize, ns, to_nccl(type), r,
-                         s.comm, s.on(caller)),
-                "ncclSend");
-    if (nr)
-      s.enqueue(ncclRecv(static_cast<std::byte*>(out) + received * esize, nr, to_nccl(type), r,
-                         s.comm, s.on(caller)),
-                "ncclRecv");
+    sends.push_back({static_cast<const std::byte*>(in) + sent * esize, ns * esize, r});
+    receives.push_back({static_cast<std::byte*>(out) + received * esize, nr * esize, r});
     sent += ns;
     received += nr;
   }
-  s.in_group = false;
-  s.enqueue(ncclGroupEnd(), "ncclGroupEnd");
-  s.end(caller);
+  exchange(sends, receives, caller);
 }
 
 void NcclCommunicator::exchange(std::span<const PeerSend> sends,

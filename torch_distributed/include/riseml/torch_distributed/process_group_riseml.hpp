@@ -178,6 +178,11 @@ class ProcessGroupRiseml : public BackendBase {
                                             bool is_send);
   struct HeldTransfer;  // a device send or receive held until endCoalescing
   void post_device_batch(std::vector<HeldTransfer> batch);
+  // A device op into the queue: `body` on the path's collectives, then every work succeeds
+  // (or every one fails with what it threw).
+  void post_device(DevicePath& path, c10d::OpType type, const std::vector<at::Tensor>& used,
+                   std::vector<c10::intrusive_ptr<RisemlWork>> works,
+                   std::function<void(DeviceCollectives&)> body);
   // The path for device tensors on `device` (made at the first device op).
   DevicePath& device_path(const c10::Device& device, c10d::OpType type);
   // Every Work an op returns passes here: inside a coalescing block, endCoalescing's Work waits
