@@ -2,9 +2,11 @@
 // on lengths that hit every vector tail and misaligned pointers; and the 16-bit conversions.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <iterator>
+#include <limits>
 #include <random>
 #include <stdexcept>
 #include <vector>
@@ -192,6 +194,46 @@ TEST(ReduceKernels, DivideTruncatesIntegersAndRoundsHalfFloats) {
   EXPECT_EQ(kernels::float16_to_float(h), 1.5f);
 }
 
+// A power-of-two divisor multiplies by its exact inverse: the bits of the division for any
+// float32 and float64 pattern (normal, subnormal, zero, infinity, NaN), and so for every other
+// divisor the division itself.
+TEST(ReduceKernels, FloatDivideGivesTheDivisionsBitsForEveryDivisor) {
+  std::mt19937_64 random(37);
+  std::vector<float> f(100003);
+  std::vector<double> d(f.size());
+  for (std::size_t i = 0; i < f.size(); ++i) {
+    const std::uint64_t bits = random();
+    const auto low = static_cast<std::uint32_t>(bits);
+    // Every fourth a subnormal or tiny normal, where a division by 2^k rounds.
+    const std::uint32_t f_bits = i % 4 == 0 ? (low & 0x80ffffffu) : low;
+    const std::uint64_t d_bits = i % 4 == 0 ? (bits & 0x801fffffffffffffull) : bits;
+    std::memcpy(&f[i], &f_bits, 4);
+    std::memcpy(&d[i], &d_bits, 8);
+  }
+  f[0] = 0.0f, f[1] = -0.0f, f[2] = std::numeric_limits<float>::infinity();
+  d[0] = -0.0, d[1] = std::numeric_limits<double>::denorm_min(), d[2] = -std::numeric_limits<double>::infinity();
+  for (int divisor : {1, 2, 3, 4, 8, 64, 1024, 4096, 1 << 20, 1 << 30}) {
+    std::vector<float> got_f = f;
+    std::vector<double> got_d = d;
+    kernels::divide(DataType::float32, got_f.data(), got_f.size(), divisor);
+    kernels::divide(DataType::float64, got_d.data(), got_d.size(), divisor);
+    for (std::size_t i = 0; i < f.size(); ++i) {
+      const float want_f = f[i] / static_cast<float>(divisor);
+      const double want_d = d[i] / static_cast<double>(divisor);
+      if (std::isnan(want_f))
+        ASSERT_TRUE(std::isnan(got_f[i])) << i << " / " << divisor;
+      else
+        ASSERT_EQ(std::bit_cast<std::uint32_t>(got_f[i]), std::bit_cast<std::uint32_t>(want_f))
+            << "float32 " << f[i] << " / " << divisor;
+      if (std::isnan(want_d))
+        ASSERT_TRUE(std::isnan(got_d[i])) << i << " / " << divisor;
+      else
+        ASSERT_EQ(std::bit_cast<std::uint64_t>(got_d[i]), std::bit_cast<std::uint64_t>(want_d))
+            << "float64 " << d[i] << " / " << divisor;
+    }
+  }
+}
+
 // The blocked, vectorised half-precision divide gives the bits of the one-element reference
 // (exact widening, a float32 division, one rounding to nearest even) for every 16-bit pattern,
 // in a buffer that is not a whole number of blocks.
@@ -200,7 +242,7 @@ TEST(ReduceKernels, HalfFloatDivideMatchesTheScalarReferenceForEveryPattern) {
     const bool f16 = t == DataType::float16;
     std::vector<std::uint16_t> all(65536 + 37);
     for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<std::uint16_t>(i);
-    for (int divisor : {2, 3, 7, 128, 1000}) {
+    for (int divisor : {2, 3, 7, 128, 1000, 4096}) {
       std::vector<std::uint16_t> got = all;
       kernels::divide(t, got.data(), got.size(), divisor);
       for (std::size_t i = 0; i < all.size(); ++i) {

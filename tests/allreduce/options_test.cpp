@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <riseml/communicator.hpp>
+#include <riseml/half_float.hpp>
 #include <riseml/reduce_kernels.hpp>
 
 #include <cstdlib>
@@ -360,6 +361,51 @@ TEST(CommunicatorOptions, TheTuningKnobsKeepResultsExact) {
             return;
           }
         }
+    });
+    for (const auto& r : outcomes) EXPECT_TRUE(r.ok) << r.error;
+  }
+}
+
+// An average divides each element once, where the algorithm completes it (the ring: a rank's own
+// block in its last reduce-scatter step, in the chunked ring too): the bits of the sum divided
+// afterwards, for float32, float16 and int64, by 2 and 3 ranks over the chunked and plain ring,
+// halving-doubling and direct.
+TEST(CommunicatorOptions, AnAverageDividesOnceOnEveryPath) {
+  CommunicatorOptions o;
+  o.transport = TransportChoice::shm;
+  o.timeout = 30s;
+  o.shm_slots = 2;
+  o.shm_slot_kib = 4;
+  o.ring_chunk_kib = 4;  // 2 ranks: 100000 elements run the chunked ring
+  constexpr std::size_t kCount = 100000;
+  for (int n : {2, 3}) {
+    auto outcomes = test::run_ranks(n, o, [n](Communicator& comm) {
+      const int ranks_sum = n * (n + 1) / 2;
+      for (Algorithm algo : {Algorithm::ring, Algorithm::halving_doubling, Algorithm::direct}) {
+        std::vector<float> f(kCount), f_want(kCount);
+        std::vector<std::uint16_t> h(kCount), h_want(kCount);
+        std::vector<std::int64_t> q(kCount), q_want(kCount);
+        for (std::size_t i = 0; i < kCount; ++i) {
+          const auto v = static_cast<int>(i % 4096), small = static_cast<int>(i % 64);
+          f[i] = static_cast<float>(v * (comm.rank() + 1));
+          f_want[i] = static_cast<float>(v * ranks_sum);
+          h[i] = kernels::float_to_float16(static_cast<float>(small * (comm.rank() + 1)));
+          h_want[i] = kernels::float_to_float16(static_cast<float>(small * ranks_sum));
+          q[i] = static_cast<std::int64_t>(i) * (comm.rank() + 1) - 7;
+          q_want[i] = static_cast<std::int64_t>(i) * ranks_sum - 7 * n;
+        }
+        kernels::divide(DataType::float32, f_want.data(), kCount, n);
+        kernels::divide(DataType::float16, h_want.data(), kCount, n);
+        kernels::divide(DataType::int64, q_want.data(), kCount, n);
+        comm.allreduce(f.data(), f.data(), kCount, DataType::float32, ReduceOp::average, algo);
+        comm.allreduce(h.data(), h.data(), kCount, DataType::float16, ReduceOp::average, algo);
+        comm.allreduce(q.data(), q.data(), kCount, DataType::int64, ReduceOp::average, algo);
+        const std::string what = std::string(to_string(algo)) + ", " + std::to_string(n) + " ranks, rank " +
+                                 std::to_string(comm.rank());
+        EXPECT_TRUE(f == f_want) << "float32 " << what;
+        EXPECT_TRUE(h == h_want) << "float16 " << what;
+        EXPECT_TRUE(q == q_want) << "int64 " << what;
+      }
     });
     for (const auto& r : outcomes) EXPECT_TRUE(r.ok) << r.error;
   }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <riseml/datatype.hpp>
+#include <riseml/reduce_kernels.hpp>
 
 #include <cstddef>
 #include <span>
@@ -20,8 +21,19 @@ struct ReduceArgs {
   std::byte* out;  // may equal in
   std::size_t count;
   DataType type;
-  ReduceOp op;     // average reduces as sum; the caller divides
+  ReduceOp op;     // average reduces as sum and divides by `divisor`
+  // Average: every element of the result is divided by this once, on the rank that completes
+  // it and while it is in cache (the ring: each rank its own block, as the last reduce-scatter
+  // step reduces it; halving-doubling: the piece each rank keeps) instead of in a pass over the
+  // whole result on every rank afterwards. 1: no division. Every rank gets the same bits as a
+  // division after the sum would give.
+  int divisor = 1;
 };
+
+// Divides `count` elements at `data` by a.divisor (nothing when it is 1).
+inline void divide_result(const ReduceArgs& a, std::byte* data, std::size_t count) {
+  if (a.divisor != 1 && count) kernels::divide(a.type, data, count, a.divisor);
+}
 
 // Pipelined ring: reduce-scatter then allgather; bandwidth-optimal for large messages.
 void ring_allreduce(Context& c, const CallTag& tag, Group g, const ReduceArgs& a);

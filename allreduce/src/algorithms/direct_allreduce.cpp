@@ -16,6 +16,7 @@ void direct_allreduce(Context& c, const CallTag& tag, Group g, const ReduceArgs&
   const std::size_t bytes = a.count * element_size(a.type);
   if (n == 1 || bytes == 0) {
     if (a.out != a.in && bytes) std::memcpy(a.out, a.in, bytes);
+    divide_result(a, a.out, a.count);
     return;
   }
   if (n == 2) {
@@ -26,6 +27,7 @@ void direct_allreduce(Context& c, const CallTag& tag, Group g, const ReduceArgs&
     auto reduce = [&](const std::byte* data, std::size_t off, std::size_t len) {
       const std::size_t n_elem = len / element_size(a.type);
       kernels::reduce(a.type, a.op, dst + off, first ? a.in + off : data, first ? data : a.in + off, n_elem);
+      divide_result(a, dst + off, n_elem);
     };
     if (a.out == a.in && bytes <= c.link(peer).send_capacity()) {
       // In place over shared memory: the whole input is copied into the peer's slots first,
@@ -60,6 +62,7 @@ void direct_allreduce(Context& c, const CallTag& tag, Group g, const ReduceArgs&
   auto x = [&](int m) { return m == g.index ? mine : input_of(m); };
   kernels::reduce(a.type, a.op, a.out, x(0), x(1), a.count);
   for (int m = 2; m < n; ++m) kernels::reduce(a.type, a.op, a.out, a.out, x(m), a.count);
+  divide_result(a, a.out, a.count);
 }
 
 }  // namespace riseml

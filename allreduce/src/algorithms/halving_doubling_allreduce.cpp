@@ -3,6 +3,7 @@
 // The 2^k remaining ranks halve the vector k times, swapping halves with the partner at
 // distance 2^k/2, 2^k/4, ..., 1 and reducing the half they keep; then they double it back in
 // reverse order. Finally the odd ranks of the folded pairs send the result to their partners.
+// An average divides each kept piece between the two phases.
 #include <cstring>
 
 #include <riseml/reduce_kernels.hpp>
@@ -18,6 +19,7 @@ void halving_doubling_allreduce(Context& c, const CallTag& tag, Group g, const R
   const std::size_t bytes = a.count * esize;
   if (n == 1) {
     if (a.out != a.in && bytes) std::memcpy(a.out, a.in, bytes);
+    divide_result(a, a.out, a.count);
     return;
   }
   int p2 = 1;
@@ -68,6 +70,8 @@ void halving_doubling_allreduce(Context& c, const CallTag& tag, Group g, const R
       lo = keep_lo;
       hi = keep_hi;
     }
+    // The piece this rank kept is complete: an average divides it here, 1/2^k of the result.
+    divide_result(a, a.out + lo * esize, hi - lo);
     // Allgather by recursive doubling, undoing the halving steps in reverse.
     for (int s = steps - 1, d = 1; s >= 0; --s, d *= 2) {
       const int partner = real_index(vrank ^ d);

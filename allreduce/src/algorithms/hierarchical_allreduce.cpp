@@ -23,7 +23,9 @@ void hierarchical_allreduce(Context& c, const CallTag& tag, const ReduceArgs& a)
   const std::size_t hi = block_start(a.count, L, mine + 1);
   std::byte* block = a.out + lo * esize;
   const Group column = c.column();
-  const ReduceArgs cross{block, block, hi - lo, a.type, a.op};
+  // An average divides in the column's allreduce (its blocks are complete only there); the
+  // in-host reduce-scatter only sums.
+  const ReduceArgs cross{block, block, hi - lo, a.type, a.op, a.divisor};
   // Every rank of a column holds the same block, so the column agrees on the choice.
   if ((hi - lo) * esize / static_cast<std::size_t>(column.size()) <
       c.options().small_message_bytes / 4)

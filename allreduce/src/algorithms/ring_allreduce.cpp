@@ -3,7 +3,9 @@
 // contribution from `in` (each block arrives exactly once, so `in` is never copied). Allgather:
 // each rank forwards the block it last completed, received straight into `out`. Every send
 // after the first forwards what the previous receive wrote, so the whole ring runs as one
-// pipeline (exchange_stream): a segment is passed on while it is still in cache.
+// pipeline (exchange_stream): a segment is passed on while it is still in cache. An average
+// divides each segment of a rank's own block as the last reduce-scatter step completes it, so
+// the blocks travel divided and no rank makes a pass over the whole result.
 #include <riseml/datatype.hpp>
 
 #include <cstring>
@@ -48,8 +50,10 @@ void run_ring(Context& c, const CallTag& tag, Group g, const ReduceArgs& a, std:
   // Per-receive state for the reducing sink (receives begin one after another).
   std::byte* reduce_out = nullptr;
   const std::byte* reduce_mine = nullptr;
+  bool completes = false;  // this receive completes the rank's block: divide it (average)
   auto reduce = [&](const std::byte* data, std::size_t off, std::size_t len) {
     kernels::reduce(a.type, a.op, reduce_out + off, reduce_mine + off, data, len / plan.esize);
+    if (completes) divide_result(a, reduce_out + off, len / plan.esize);
   };
   auto stream_copy = [&](const std::byte* data, std::size_t off, std::size_t len) {
     kernels::streaming_copy(reduce_out + off, data, len);
@@ -65,6 +69,7 @@ void run_ring(Context& c, const CallTag& tag, Group g, const ReduceArgs& a, std:
     if (step < static_cast<std::size_t>(plan.m - 1)) {
       reduce_out = a.out + plan.lo(b);
       reduce_mine = a.in + plan.lo(b);
+      completes = step + 2 == static_cast<std::size_t>(plan.m);
       return StreamRecv{plan.bytes(b), nullptr, reduce};
     }
     // The last block received is not forwarded: for large messages, stream it to memory
@@ -101,8 +106,10 @@ void run_ring_chunked(Context& c, const CallTag& tag, Group g, const ReduceArgs&
   auto base_of = [&](std::size_t j) { return j * chunk_count * esize; };
   std::byte* reduce_out = nullptr;
   const std::byte* reduce_mine = nullptr;
+  bool completes = false;  // as in run_ring
   auto reduce = [&](const std::byte* data, std::size_t off, std::size_t len) {
     kernels::reduce(a.type, a.op, reduce_out + off, reduce_mine + off, data, len / esize);
+    if (completes) divide_result(a, reduce_out + off, len / esize);
   };
   auto stream_copy = [&](const std::byte* data, std::size_t off, std::size_t len) {
     kernels::streaming_copy(reduce_out + off, data, len);
@@ -122,6 +129,7 @@ void run_ring_chunked(Context& c, const CallTag& tag, Group g, const ReduceArgs&
     if (step < static_cast<std::size_t>(m - 1)) {
       reduce_out = a.out + at;
       reduce_mine = a.in + at;
+      completes = step + 2 == static_cast<std::size_t>(m);
       return StreamRecv{plan.bytes(b), nullptr, reduce};
     }
     if (step + 1 == per_chunk && stream_last) {
@@ -141,7 +149,10 @@ void ring_reduce_scatter_phase(Context& c, const CallTag& tag, Group g, const Re
     if (a.out != a.in && a.count) std::memcpy(a.out, a.in, a.count * element_size(a.type));
     return;
   }
-  run_ring(c, tag, g, a, 0, static_cast<std::size_t>(g.size() - 1));
+  // Only a block reduced over the whole group may be divided.
+  ReduceArgs partial = a;
+  partial.divisor = 1;
+  run_ring(c, tag, g, partial, 0, static_cast<std::size_t>(g.size() - 1));
 }
 
 void ring_allgather_phase(Context& c, const CallTag& tag, Group g, std::byte* out,
@@ -154,6 +165,7 @@ void ring_allgather_phase(Context& c, const CallTag& tag, Group g, std::byte* ou
 void ring_allreduce(Context& c, const CallTag& tag, Group g, const ReduceArgs& a) {
   if (g.size() == 1) {
     if (a.out != a.in && a.count) std::memcpy(a.out, a.in, a.count * element_size(a.type));
+    divide_result(a, a.out, a.count);
     return;
   }
   const std::size_t esize = element_size(a.type);

@@ -170,7 +170,7 @@ void reduce_all(Context& c, const void* in, void* out, std::size_t count, DataTy
     tag.op = static_cast<std::uint8_t>(op);
     tag.algorithm = static_cast<std::uint8_t>(algorithm);
     auto run = [&](const std::byte* src, std::byte* dst, std::size_t n, DataType t) {
-      const ReduceArgs args{src, dst, n, t, op};
+      const ReduceArgs args{src, dst, n, t, op, op == ReduceOp::average ? group.size() : 1};
       switch (algorithm) {
         case Algorithm::automatic:
         case Algorithm::ring: ring_allreduce(c, tag, group, args); break;
@@ -178,7 +178,6 @@ void reduce_all(Context& c, const void* in, void* out, std::size_t count, DataTy
         case Algorithm::direct: direct_allreduce(c, tag, group, args); break;
         case Algorithm::hierarchical: hierarchical_allreduce(c, tag, args); break;
       }
-      if (op == ReduceOp::average) kernels::divide(t, dst, n, group.size());
     };
     auto* src = static_cast<const std::byte*>(in);
     auto* dst = static_cast<std::byte*>(out);

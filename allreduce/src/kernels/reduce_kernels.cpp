@@ -225,10 +225,22 @@ __attribute__((target("avx2,f16c,fma"))) void narrow_avx2(DataType t, const floa
   narrow_loop(t, in + i, out + i, n - i);
 }
 
+// A division by a power of two 2^k is the multiplication by 2^-k, bit for bit: both round the
+// same real number once (2^-k is exact), and a multiplication costs a fraction of a division.
+bool is_power_of_two(int divisor) { return divisor > 0 && (divisor & (divisor - 1)) == 0; }
+
 // One pass: widen 8, divide, round back to nearest even (as the scalar tail).
-__attribute__((target("avx2,f16c,fma"))) void divide_float16_avx2(std::uint16_t* p, std::size_t n, float d) {
+__attribute__((target("avx2,f16c,fma"))) void divide_float16_avx2(std::uint16_t* p, std::size_t n, float d,
+                                                                  bool power_of_two) {
   std::size_t i = 0;
-  const __m256 divisor = _mm256_set1_ps(d);
+  const __m256 divisor = _mm256_set1_ps(d), inverse = _mm256_set1_ps(1.0f / d);
+  if (power_of_two) {
+    for (; i + 8 <= n; i += 8) {
+      const __m256 x = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i)));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(p + i),
+                       _mm256_cvtps_ph(_mm256_mul_ps(x, inverse), _MM_FROUND_TO_NEAREST_INT));
+    }
+  }
   for (; i + 8 <= n; i += 8) {
     const __m256 x = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i)));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(p + i),
@@ -274,6 +286,11 @@ void divide_loop(T* p, std::size_t n, int divisor) {
     for (std::size_t i = 0; i < n; ++i) p[i] = static_cast<T>(static_cast<long long>(p[i]) / d);
   } else {
     const T d = static_cast<T>(divisor);
+    if (is_power_of_two(divisor)) {
+      const T inverse = T(1) / d;
+      for (std::size_t i = 0; i < n; ++i) p[i] = static_cast<T>(p[i] * inverse);
+      return;
+    }
     for (std::size_t i = 0; i < n; ++i) p[i] = static_cast<T>(p[i] / d);
   }
 }
@@ -360,7 +377,10 @@ void divide(DataType type, void* buffer, std::size_t count, int divisor) {
       // widening, one float32 division, one rounding to nearest even.
       auto* p = static_cast<std::uint16_t*>(buffer);
       const float d = static_cast<float>(divisor);
-      if (type == DataType::float16 && active_isa() == Isa::avx2_f16c) return divide_float16_avx2(p, count, d);
+      const bool power_of_two = is_power_of_two(divisor);
+      if (type == DataType::float16 && active_isa() == Isa::avx2_f16c)
+        return divide_float16_avx2(p, count, d, power_of_two);
+      const float inverse = 1.0f / d;
       constexpr std::size_t kBlock = 2048;
       float wide[kBlock] = {};
       for (std::size_t at = 0; at < count; at += kBlock) {
@@ -368,7 +388,10 @@ void divide(DataType type, void* buffer, std::size_t count, int divisor) {
         widen_to_float(type, p + at, wide, n);
         // The whole block, whatever n: a fixed trip count is what gcc -O2 vectorises (the
         // division is most of the cost); the elements past n are zeros or stale and unused.
-        for (std::size_t i = 0; i < kBlock; ++i) wide[i] /= d;
+        if (power_of_two)
+          for (std::size_t i = 0; i < kBlock; ++i) wide[i] *= inverse;
+        else
+          for (std::size_t i = 0; i < kBlock; ++i) wide[i] /= d;
         narrow_from_float(type, wide, p + at, n);
       }
       return;
