@@ -5,6 +5,8 @@
 #include <riseml/torch_distributed/pmix_world.hpp>
 #include <riseml/torch_distributed/process_group_riseml.hpp>
 
+#include "gil_free_release.hpp"
+
 #include <torch/csrc/utils/pybind.h>
 
 #include <pybind11/chrono.h>
@@ -49,6 +51,19 @@ PYBIND11_MODULE(_riseml_c10d, m) {
       .def("share_root", &PmixWorld::share_root, py::arg("endpoint"),
            py::call_guard<py::gil_scoped_release>())
       .def("close", &PmixWorld::close, py::call_guard<py::gil_scoped_release>());
+
+#if RISEML_TORCH_MAJOR >= 2
+  // The backend's own Python type (what create_process_group's groups are), for what torch asks
+  // of it beyond c10d::Backend: with a bound device_id (eager init), new_group asks the parent's
+  // backend of every rank outside the new group for a no-colour split (NCCL's ncclCommSplit
+  // needs all of the parent's ranks). riseml's subgroups are set up by their members alone,
+  // through the store, so there is nothing to do, but without the method those ranks would fail.
+  // Its holder drops the last reference without the GIL (gil_free_release.hpp).
+  py::class_<ProcessGroupRiseml, riseml::torch_distributed::BackendBase,
+             riseml::python::GilFreeRelease<ProcessGroupRiseml>>(m, "ProcessGroupRiseml")
+      .def("perform_nocolor_split", [](ProcessGroupRiseml&, const c10::Device&) {},
+           py::arg("device"));
+#endif
 
   m.def(
       "create_process_group",

@@ -226,6 +226,18 @@ DevicePath& ProcessGroupRiseml::device_path(const c10::Device& device, c10d::OpT
   return *path;
 }
 
+#if RISEML_TORCH_MAJOR >= 2
+void ProcessGroupRiseml::eagerConnectSingleDevice(at::Device device) {
+  if (!device.is_cuda() && !options_.device_standin) return;  // CPU tensors need no set-up
+  const auto type = c10d::OpType::UNKNOWN;
+  DevicePath& path = device_path(device, type);
+  auto work = c10::make_intrusive<RisemlWork>(rank_, type, std::vector<at::Tensor>{}, queue_,
+                                              path.devices());
+  post_device(path, type, {}, {work}, [](DeviceCollectives&) {});  // run() sets up, body idle
+  work->wait();  // throws what the set-up threw, naming it
+}
+#endif
+
 c10::intrusive_ptr<c10d::Work> ProcessGroupRiseml::track(c10::intrusive_ptr<c10d::Work> work) {
   std::lock_guard lock(coalescing_mutex_);
   if (!coalescing_) return work;

@@ -122,6 +122,10 @@ class ProcessGroupRiseml : public BackendBase {
   // split_group: a new riseml backend over `ranks` (global ranks of this group's world),
   // set up through `store` (namespaced by torch for the new group).
   bool supportsSplitting() const override { return true; }
+  // init_process_group / new_group with a device_id: torch calls this on every rank. The device
+  // collectives (the NCCL communicator, a collective of the whole group) are set up now, in op
+  // order, instead of at the first CUDA op, so that op may be a send between two of the ranks.
+  void eagerConnectSingleDevice(at::Device device) override;
   // torch's batch_isend_irecv and _coalescing_manager: between start and end, sends and
   // receives of device tensors are held and posted as one batch at the end (one NCCL group:
   // no order of them within the batch can deadlock); every other op runs at its call. The end's
