@@ -325,15 +325,22 @@ TEST(CommunicatorOptions, RanksThatDisagreeOnSingleCopyFailAsAMismatch) {
   expect_a_mismatch(outcomes);
 }
 
-// Small shared-memory rings, chunked rings, no spin and no streaming still give exact results.
-TEST(CommunicatorOptions, TheTuningKnobsKeepResultsExact) {
+// Shared memory with two slots of 4 KiB and the 2-rank ring chunked every 4 KiB a rank: a few
+// hundred KB run every pipelined path (the chunked ring at 2 ranks).
+CommunicatorOptions small_chunked_shm() {
   CommunicatorOptions o;
   o.transport = TransportChoice::shm;
   o.timeout = 30s;
   o.shm_slots = 2;
   o.shm_slot_kib = 4;
-  o.spin_time = 0us;
   o.ring_chunk_kib = 4;
+  return o;
+}
+
+// Small shared-memory rings, chunked rings, no spin and no streaming still give exact results.
+TEST(CommunicatorOptions, TheTuningKnobsKeepResultsExact) {
+  CommunicatorOptions o = small_chunked_shm();
+  o.spin_time = 0us;
   o.streaming_stores = false;
   o.single_copy_bytes = 1;
   for (int n : {2, 3}) {
@@ -371,13 +378,8 @@ TEST(CommunicatorOptions, TheTuningKnobsKeepResultsExact) {
 // afterwards, for float32, float16 and int64, by 2 and 3 ranks over the chunked and plain ring,
 // halving-doubling and direct.
 TEST(CommunicatorOptions, AnAverageDividesOnceOnEveryPath) {
-  CommunicatorOptions o;
-  o.transport = TransportChoice::shm;
-  o.timeout = 30s;
-  o.shm_slots = 2;
-  o.shm_slot_kib = 4;
-  o.ring_chunk_kib = 4;  // 2 ranks: 100000 elements run the chunked ring
-  constexpr std::size_t kCount = 100000;
+  const CommunicatorOptions o = small_chunked_shm();
+  constexpr std::size_t kCount = 100000;  // 2 ranks: the chunked ring
   for (int n : {2, 3}) {
     auto outcomes = test::run_ranks(n, o, [n](Communicator& comm) {
       const int ranks_sum = n * (n + 1) / 2;

@@ -229,6 +229,8 @@ DevicePath& ProcessGroupRiseml::device_path(const c10::Device& device, c10d::OpT
 #if RISEML_TORCH_MAJOR >= 2
 void ProcessGroupRiseml::eagerConnectSingleDevice(at::Device device) {
   if (!device.is_cuda() && !options_.device_standin) return;  // CPU tensors need no set-up
+  if (device.is_cuda() && !gpu_path_built())
+    throw std::invalid_argument(device_refusal("init_process_group(device_id=" + device.str() + ")"));
   const auto type = c10d::OpType::UNKNOWN;
   DevicePath& path = device_path(device, type);
   auto work = c10::make_intrusive<RisemlWork>(rank_, type, std::vector<at::Tensor>{}, queue_,
