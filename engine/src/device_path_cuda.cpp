@@ -234,7 +234,15 @@ std::shared_ptr<void> result_alloc(std::size_t bytes, int device, cudaStream_t s
     else
       check(cudaMalloc(&p, bytes), "cudaMalloc", device);
   }
-  return std::shared_ptr<void>(p, ResultFree(device, pooled));
+  std::shared_ptr<void> result(p, ResultFree(device, pooled));
+  if (pooled && p) {
+    // Freed on another stream: not before the allocation's own point on `stream`, even when an
+    // error comes before any work that writes it (written_now) is queued.
+    auto allocated = EventPool::of(device, kMarkerFlags).take();
+    check(cudaEventRecord(allocated.get(), stream), "cudaEventRecord", device);
+    std::get_deleter<ResultFree>(result)->add_reader(std::move(allocated));
+  }
+  return result;
 }
 
 // A device result to `dst` on the caller's stream, after the work that made it; returns once

@@ -20,7 +20,13 @@ each run checks, with init_process_group("riseml") as the default group and an n
 3. a DDP training step: the same model, data and seed through riseml and through nccl: the
    parameters after 5 steps agree, and the step time (median of 30) within 3% of nccl's;
 4. all_reduce time from 1 MiB up (float32, CUDA events, median of 20 after 5 warm-ups) beside
-   nccl's, target within 5%.
+   nccl's, target within 5%;
+5. in a second launch, init_process_group("riseml", device_id=cuda:<local rank>): torch's eager
+   initialisation has riseml set up its NCCL communicator at init, so the group's first CUDA op
+   may be a send between two ranks (at 1 rank an all_reduce); then new_group with the device
+   bound (torch asks ranks outside it for perform_nocolor_split), an all_reduce that waits 6 s
+   behind a kernel in a group whose timeout is 3 s (the watchdog must not call a busy GPU a dead
+   peer) and destroy_process_group, all within the launch's timeout.
 
 Prints `torch_backend_cuda_check:` lines (ok/FAIL per check, one line per timing with the
 ratio and whether it meets the target). Exit: 0 every correctness check passed (timing targets
@@ -74,8 +80,96 @@ def driver(args):
         say("-n %d: rc %d" % (n, rc))
         if rc != 0:
             code = 1
+        cmd = [args.launch, "-n", str(n), "--tag-output", "--timeout", "120", "--",
+               sys.executable, os.path.abspath(__file__), "--worker", "--device-id"]
+        say("-n %d device_id: %s" % (n, " ".join(cmd)))
+        rc = subprocess.call(cmd, timeout=150)
+        say("-n %d device_id: rc %d" % (n, rc))
+        if rc != 0:
+            code = 1
     say("RESULT: %s" % ("all correctness checks passed" if code == 0 else "FAILED"))
     return code
+
+
+# ------------------------------------------------------------------------------------------
+# device_id worker: the device set-up at init (eagerConnectSingleDevice) on a real GPU
+
+def device_id_worker():
+    import datetime
+    import inspect
+    import torch
+    import torch.distributed as dist
+    import riseml.torch.distributed  # noqa: F401  registers "riseml"
+
+    if "device_id" not in inspect.signature(dist.init_process_group).parameters:
+        say("device_id: skipped, torch %s has no init_process_group(device_id=...)"
+            % torch.__version__)
+        return 0
+    riseml.torch.distributed.setup_environment()  # LOCAL_RANK before init, as a user's script
+    local = int(os.environ.get("LOCAL_RANK", "0"))
+    dev = torch.device("cuda", local % torch.cuda.device_count())
+    torch.cuda.set_device(dev)
+    dist.init_process_group("riseml", device_id=dev, timeout=datetime.timedelta(seconds=60))
+    rank, size = dist.get_rank(), dist.get_world_size()
+    store = dist.distributed_c10d._get_default_store()
+    failures = []
+
+    def check(ok, what):
+        if not ok:
+            failures.append(what)
+        if rank == 0 or not ok:
+            say("rank %d %s device_id: %s" % (rank, "ok  " if ok else "FAIL", what))
+
+    # The group's first CUDA op: a send from rank 0 to rank 1 while the others wait for it
+    # through the store (they would hold the NCCL set-up if it were still to come).
+    if size == 1:
+        t = torch.full((5,), 3.0, device=dev)
+        dist.all_reduce(t)
+        check(torch.equal(t.cpu(), torch.full((5,), 3.0)), "first op all_reduce at 1 rank")
+    elif rank == 0:
+        dist.send(torch.full((4,), 7.0, device=dev), dst=1)
+        store.wait(["device-id/received"], datetime.timedelta(seconds=60))
+    elif rank == 1:
+        got = torch.zeros(4, device=dev)
+        dist.recv(got, src=0)
+        check(torch.equal(got.cpu(), torch.full((4,), 7.0)), "first op a recv from rank 0")
+        store.set("device-id/received", "1")
+    else:
+        store.wait(["device-id/received"], datetime.timedelta(seconds=60))
+    members = list(range(max(1, size - 1)))  # leaves the last rank out when there are two
+    sub = dist.new_group(members)
+    if rank in members:
+        t = torch.full((3,), float(rank + 1), device=dev)
+        dist.all_reduce(t, group=sub)
+        want = float(sum(r + 1 for r in members))
+        check(torch.equal(t.cpu(), torch.full((3,), want)), "all_reduce in new_group(%s)" % members)
+    t = torch.ones(2, device=dev)
+    dist.all_reduce(t)
+    check(torch.equal(t.cpu(), torch.full((2,), float(size))), "all_reduce of the whole group")
+
+    # The watchdog on hardware: a group with a 3 s timeout whose all_reduce waits 6 s behind a
+    # kernel of the caller's stream: a busy GPU is not a dead peer (a wrong timeout ends the
+    # process with "made no progress", and this launch fails).
+    short = dist.new_group(list(range(size)), timeout=datetime.timedelta(seconds=3))
+    t = torch.ones(4, device=dev)
+    dist.all_reduce(t, group=short)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    torch.cuda._sleep(100_000_000)
+    end.record()
+    end.synchronize()
+    cycles = int(100_000_000 * 6000.0 / max(start.elapsed_time(end), 1e-3))
+    t0 = time.perf_counter()
+    torch.cuda._sleep(cycles)
+    dist.all_reduce(t, group=short)
+    torch.cuda.synchronize()
+    waited = time.perf_counter() - t0
+    check(torch.equal(t.cpu(), torch.full((4,), float(size * size))) and waited > 4.0,
+          "all_reduce behind a %.1f s kernel in a group with a 3 s timeout" % waited)
+    dist.destroy_process_group()
+    if rank == 0:
+        say("device_id: %d rank(s), %s" % (size, "FAILED" if failures else "all checks passed"))
+    return 1 if failures else 0
 
 
 # ------------------------------------------------------------------------------------------
@@ -381,7 +475,10 @@ def main():
     p.add_argument("--timeout", type=int, default=300, help="seconds per riseml-launch run")
     p.add_argument("--strict-timing", action="store_true", help="a missed timing target fails")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--device-id", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
+    if args.worker and args.device_id:
+        sys.exit(device_id_worker())
     sys.exit(worker(args) if args.worker else driver(args))
 
 

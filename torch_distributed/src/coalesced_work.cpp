@@ -3,6 +3,7 @@
 #include <ATen/core/ivalue.h>
 #include <ATen/core/jit_type.h>
 
+#include <algorithm>
 #include <atomic>
 #include <exception>
 #include <memory>
@@ -18,13 +19,25 @@ constexpr c10d::OpType kCoalesced = c10d::OpType::COALESCED;
 constexpr c10d::OpType kCoalesced = c10d::OpType::UNKNOWN;  // torch 1.13 has no such type
 #endif
 
+// The devices of the block's futures (a device op's future is CUDA-aware): the block's future is
+// too, so that a callback or wait on it is ordered after the ops on the device, not only after
+// their being queued. c10's future runs a callback on a stream that waits for the events of the
+// future it hangs on, so the last op's callback completes ours on such a stream.
+std::vector<c10::Device> devices_of(const std::vector<c10::intrusive_ptr<c10d::Work>>& works) {
+  std::vector<c10::Device> devices;
+  for (const auto& w : works)
+    for (const c10::Device& d : w->getFuture()->devices())
+      if (std::find(devices.begin(), devices.end(), d) == devices.end()) devices.push_back(d);
+  return devices;
+}
+
 }  // namespace
 
 CoalescedWork::CoalescedWork(int rank, std::vector<c10::intrusive_ptr<c10d::Work>> works)
     : c10d::Work(rank, kCoalesced),
       works_(std::move(works)),
       future_(c10::make_intrusive<c10::ivalue::Future>(
-          c10::ListType::create(c10::TensorType::get()))) {}
+          c10::ListType::create(c10::TensorType::get()), devices_of(works_))) {}
 
 c10::intrusive_ptr<CoalescedWork> CoalescedWork::create(
     int rank, std::vector<c10::intrusive_ptr<c10d::Work>> works) {

@@ -1,7 +1,8 @@
 // The Work of a coalescing block (endCoalescing): done when every op of the block is, failed
 // with the first of their errors in the block's order. wait() waits for each in turn, so each
 // does what its own wait does (a device op's makes torch's current stream wait for it). Its
-// future's value is every op's outputs, in the block's order.
+// future's value is every op's outputs, in the block's order; it is CUDA-aware when the ops'
+// are.
 #pragma once
 
 #include <torch/csrc/distributed/c10d/Work.hpp>

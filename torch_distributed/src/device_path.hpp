@@ -55,8 +55,12 @@ class DeviceCollectives {
 class DeviceTicket {
  public:
   virtual ~DeviceTicket() = default;
-  // Work::wait, after the op was queued on our stream: torch's current stream waits for it.
+  // Work::wait, after the op was queued on our stream: torch's current stream waits for it
+  // (raises the path's failure, once it has one).
   virtual void wait_done() {}
+  // Work::isCompleted, after the op was queued: whether the device has done it (torch's nccl
+  // Work answers the same).
+  virtual bool finished() { return true; }
 };
 
 class DevicePath {

@@ -1,5 +1,13 @@
 // The GPU path of the backend (see device_path.hpp): only in a build with RISEML_TORCH_GPU.
+// A device op's Work completes once the op is queued (stream-ordered, as torch's nccl backend),
+// so a failure the device meets later cannot fail that Work: the watchdog (device_watchdog.hpp)
+// times the oldest op on the group's stream and polls NCCL's asynchronous errors; on a failure
+// it aborts the NCCL communicator (its kernels end, so no stream waits for ever) and, as torch's
+// nccl backend does by default (TORCH_NCCL_ASYNC_ERROR_HANDLING unset, 1 or 3), ends the
+// process, since the tensors of the ops already completed may hold garbage; with 0 or 2 the
+// process goes on and every later op of the group, and Work::wait, raises the reason.
 #include "device_path.hpp"
+#include "device_watchdog.hpp"
 
 #include <riseml/collective_error.hpp>
 #include <riseml/cuda/gpu_collectives.hpp>
@@ -9,24 +17,110 @@
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
+#include <cuda_runtime.h>
+#include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <optional>
 #include <utility>
+#include <vector>
 
 namespace riseml::torch_distributed {
 
 namespace {
 
+// The path's failure, once the watchdog or an op saw one: shared with the tickets, whose
+// Work::wait then raises it.
+class FailureLatch {
+ public:
+  void set(const std::string& why) {
+    std::lock_guard lock(mutex_);
+    if (!why_) why_ = why;
+  }
+  std::optional<std::string> get() const {
+    std::lock_guard lock(mutex_);
+    return why_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::optional<std::string> why_;
+};
+
 class GpuTicket final : public DeviceTicket {
  public:
-  explicit GpuTicket(c10::DeviceIndex device) : device_(device) {}
-  void wait_done() override { done.block(c10::cuda::getCurrentCUDAStream(device_)); }
+  GpuTicket(c10::DeviceIndex device, std::shared_ptr<const FailureLatch> failure)
+      : device_(device), failure_(std::move(failure)) {}
+  void wait_done() override {
+    if (auto why = failure_->get()) throw CollectiveError(ErrorKind::aborted, *why);
+    done.block(c10::cuda::getCurrentCUDAStream(device_));
+  }
+  bool finished() override { return done.query(); }
 
   at::cuda::CUDAEvent ready;  // torch's current stream at the call
   at::cuda::CUDAEvent done;   // our stream after the collective
 
  private:
   c10::DeviceIndex device_;
+  std::shared_ptr<const FailureLatch> failure_;
 };
+
+// The watchdog's events, two an op (cudaEventCreate is not free): back in the pool once the
+// watchdog let go of the op. The deleters hold the pool, so it outlives every event out.
+class EventPool : public std::enable_shared_from_this<EventPool> {
+ public:
+  explicit EventPool(c10::DeviceIndex device) : device_(device) {}
+  ~EventPool() {
+    c10::cuda::CUDAGuard guard(device_);
+    for (cudaEvent_t e : free_) cudaEventDestroy(e);
+  }
+  std::shared_ptr<CUevent_st> take() {
+    cudaEvent_t e = nullptr;
+    {
+      std::lock_guard lock(mutex_);
+      if (!free_.empty()) {
+        e = free_.back();
+        free_.pop_back();
+      }
+    }
+    if (!e) {
+      const cudaError_t r = cudaEventCreateWithFlags(&e, cudaEventDisableTiming);
+      if (r != cudaSuccess)
+        throw CollectiveError(ErrorKind::system,
+                              std::string("riseml gpu: cudaEventCreate: ") + cudaGetErrorString(r));
+    }
+    auto self = shared_from_this();
+    return std::shared_ptr<CUevent_st>(e, [self](cudaEvent_t done) {
+      std::lock_guard lock(self->mutex_);
+      self->free_.push_back(done);
+    });
+  }
+
+ private:
+  c10::DeviceIndex device_;
+  std::mutex mutex_;
+  std::vector<cudaEvent_t> free_;
+};
+
+// An event's state for the watchdog (from its thread: the device set first).
+Progress progress_of(cudaEvent_t event, c10::DeviceIndex device, std::string* why) {
+  cudaSetDevice(device);
+  const cudaError_t r = cudaEventQuery(event);
+  if (r == cudaSuccess) return Progress::done;
+  if (r == cudaErrorNotReady) return Progress::pending;
+  // The process exits (CUDA unloads) with ops still watched: nothing is left to go wrong.
+  if (r == cudaErrorCudartUnloading) return Progress::done;
+  *why = std::string("cudaEventQuery: ") + cudaGetErrorString(r);
+  return Progress::failed;
+}
+
+std::string this_host() {
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) != 0) return "?";
+  return name;
+}
 
 class OnStream final : public DeviceCollectives {
  public:
@@ -61,28 +155,45 @@ class OnStream final : public DeviceCollectives {
 
 class GpuPath final : public DevicePath {
  public:
-  GpuPath(Communicator& cpu, c10::Device device, std::chrono::milliseconds timeout)
+  GpuPath(Communicator& cpu, c10::Device device, std::chrono::milliseconds timeout, bool teardown)
       : cpu_(cpu),
         device_(device),
-        stream_(c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device.index())) {
+        stream_(c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device.index())),
+        teardown_(teardown),
+        events_(std::make_shared<EventPool>(device.index())) {
     options_ = cuda::GpuOptions::from_environment();
     options_.device = device.index();
     options_.timeout = timeout;
+    where_ = "rank " + std::to_string(cpu.rank()) + " of " + std::to_string(cpu.size()) +
+             " (host " + this_host() + ", " + device.str() + ")";
+    DeviceWatchdogOptions watch;
+    watch.timeout = timeout;
+    watch.healthy = [this](std::string* why) {
+      std::lock_guard lock(gpu_mutex_);
+      return !gpu_ || gpu_->healthy(why);
+    };
+    watch.on_failure = [this](const std::string& why) {
+      std::lock_guard lock(gpu_mutex_);
+      fail_locked(why);
+    };
+    watchdog_ = std::make_unique<DeviceWatchdog>(std::move(watch));
   }
 
   ~GpuPath() override {
-    // Torch may tear down the group while NCCL work is queued: let it finish first, so that
-    // the communicator is not destroyed under it.
-    if (gpu_) {
-      c10::cuda::CUDAGuard guard(device_);
-      (void)cudaStreamSynchronize(stream_.stream());
-    }
+    // Torch may tear down the group while NCCL work is queued: let it finish first (the
+    // watchdog bounds the wait: a dead peer fails it and aborts NCCL), so that the
+    // communicator is not destroyed under it.
+    watchdog_->drain(options_.timeout + std::chrono::seconds(10));
+    watchdog_.reset();
+    c10::cuda::CUDAGuard guard(device_);
+    std::lock_guard lock(gpu_mutex_);
+    gpu_.reset();  // bounded too: its destructor aborts NCCL after the timeout
   }
 
   std::vector<c10::Device> devices() const override { return {device_}; }
 
   std::shared_ptr<DeviceTicket> begin(const std::vector<at::Tensor>& used) override {
-    auto ticket = std::make_shared<GpuTicket>(device_.index());
+    auto ticket = std::make_shared<GpuTicket>(device_.index(), failure_);
     ticket->ready.record(c10::cuda::getCurrentCUDAStream(device_.index()));
     for (const auto& t : used)
       if (t.defined() && t.numel() > 0)
@@ -94,31 +205,94 @@ class GpuPath final : public DevicePath {
            const std::function<void()>& succeed) override {
     auto& t = static_cast<GpuTicket&>(ticket);
     c10::cuda::CUDAGuard device_guard(device_);
-    if (!gpu_) gpu_ = std::make_unique<cuda::GpuCollectives>(cpu_, options_);
+    std::unique_lock gpu_lock(gpu_mutex_);
+    if (auto why = failure_->get()) throw CollectiveError(ErrorKind::aborted, *why);
+    if (setup_failure_) throw *setup_failure_;  // the same on every later op, in step
+    if (!gpu_) {
+      try {
+        gpu_ = std::make_unique<cuda::GpuCollectives>(cpu_, options_);
+      } catch (const CollectiveError& e) {
+        setup_failure_ = e;
+        throw;
+      }
+    }
     std::string why;
-    if (!gpu_->healthy(&why))
-      throw CollectiveError(ErrorKind::aborted, "riseml gpu: NCCL failed earlier: " + why);
+    if (!gpu_->healthy(&why)) {  // an op before this one failed on the device
+      fail_locked(why);
+      throw CollectiveError(ErrorKind::peer_failed, *failure_->get());
+    }
     c10::cuda::CUDAStreamGuard stream_guard(stream_);
     t.ready.block(stream_);
+    auto started = events_->take();
+    check(cudaEventRecord(started.get(), stream_.stream()));
     OnStream on_stream(*gpu_, stream_.stream());
     body(on_stream);  // packing and unpacking too run on our stream (the guard)
     t.done.record(stream_);
+    auto finished = events_->take();
+    check(cudaEventRecord(finished.get(), stream_.stream()));
+    gpu_lock.unlock();  // the watchdog asks for it
+    const c10::DeviceIndex d = device_.index();
+    watchdog_->watch(WatchedOp{
+        [started, d](std::string* w) { return progress_of(started.get(), d, w); },
+        [finished, d](std::string* w) { return progress_of(finished.get(), d, w); }});
     succeed();  // the CUDA-aware future records its own event on our (current) stream
   }
 
  private:
+  static void check(cudaError_t r) {
+    if (r != cudaSuccess)
+      throw CollectiveError(ErrorKind::system,
+                            std::string("riseml gpu: cudaEventRecord: ") + cudaGetErrorString(r));
+  }
+
+  // With gpu_mutex_ held: abort NCCL (its kernels in flight end, so nothing waits for ever),
+  // remember why, and end the process unless TORCH_NCCL_ASYNC_ERROR_HANDLING says otherwise.
+  void fail_locked(const std::string& why) {
+    if (failure_->get()) return;
+    const std::string reason = "riseml gpu: " + why + " on " + where_;
+    failure_->set(reason);
+    if (gpu_) gpu_->abort(reason);
+    if (!teardown_) return;
+    std::fprintf(stderr,
+                 "%s. The collectives this process group already completed on the device may "
+                 "have left wrong data in their tensors, so the process ends here, as torch's "
+                 "nccl backend does (TORCH_NCCL_ASYNC_ERROR_HANDLING=0 or 2 keeps it running, "
+                 "every later collective of the group raising this error).\n",
+                 reason.c_str());
+    std::fflush(stderr);
+    std::_Exit(EXIT_FAILURE);
+  }
+
   Communicator& cpu_;
   c10::Device device_;
   c10::cuda::CUDAStream stream_;
+  bool teardown_;
   cuda::GpuOptions options_;
+  std::string where_;
+  std::shared_ptr<EventPool> events_;
+  std::shared_ptr<FailureLatch> failure_ = std::make_shared<FailureLatch>();
+  std::mutex gpu_mutex_;  // gpu_ between the worker and the watchdog's thread
   std::unique_ptr<cuda::GpuCollectives> gpu_;
+  std::optional<CollectiveError> setup_failure_;
+  std::unique_ptr<DeviceWatchdog> watchdog_;
 };
+
+// TORCH_NCCL_ASYNC_ERROR_HANDLING (or its old name): 0 (no handling) and 2 (clean up only)
+// keep the process running after a device failure; unset, 1 (tear down) and 3 (skip clean-up,
+// torch 2's default) end it.
+bool teardown_on_device_failure() {
+  for (const char* name : {"TORCH_NCCL_ASYNC_ERROR_HANDLING", "NCCL_ASYNC_ERROR_HANDLING"}) {
+    const char* value = std::getenv(name);
+    if (value && *value) return std::string(value) != "0" && std::string(value) != "2";
+  }
+  return true;
+}
 
 }  // namespace
 
 std::unique_ptr<DevicePath> make_gpu_path(Communicator& cpu, c10::Device device,
                                           std::chrono::milliseconds timeout) {
-  return std::make_unique<GpuPath>(cpu, device, timeout);
+  return std::make_unique<GpuPath>(cpu, device, timeout, teardown_on_device_failure());
 }
 
 }  // namespace riseml::torch_distributed

@@ -236,7 +236,15 @@ void ProcessGroupRiseml::eagerConnectSingleDevice(at::Device device) {
   auto work = c10::make_intrusive<RisemlWork>(rank_, type, std::vector<at::Tensor>{}, queue_,
                                               path.devices());
   post_device(path, type, {}, {work}, [](DeviceCollectives&) {});  // run() sets up, body idle
-  work->wait();  // throws what the set-up threw, naming it
+  try {
+    work->wait();
+  } catch (const std::exception& e) {  // named for what the user called, not op UNKNOWN
+    std::string why = e.what();
+    const std::string generic = "riseml " + c10d::opTypeToString(type) + " failed: ";
+    if (why.rfind(generic, 0) == 0) why.erase(0, generic.size());
+    throw std::runtime_error("riseml: init_process_group(device_id=" + device.str() +
+                             ") could not set up the group's collectives on that device: " + why);
+  }
 }
 #endif
 
@@ -274,7 +282,10 @@ void ProcessGroupRiseml::post_device(DevicePath& path, c10d::OpType type,
     for (const auto& w : works) fail_current(*w, type);  // nobody waits on them forever
     throw;
   }
-  for (const auto& w : works) w->set_after_wait([ticket] { ticket->wait_done(); });
+  for (const auto& w : works) {
+    w->set_after_wait([ticket] { ticket->wait_done(); });
+    w->set_device_finished([ticket] { return ticket->finished(); });
+  }
   queue_->push([works = std::move(works), type, ticket, path = &path, body = std::move(body)] {
     try {
       path->run(*ticket, body, [&works] {

@@ -19,10 +19,16 @@ bool RisemlWork::wait(std::chrono::milliseconds timeout) {
   // With a timeout the wait must be able to give up: the job is left to the worker.
   if (timeout == ::kNoTimeout)
     if (std::shared_ptr<OpQueue> queue = queue_.lock())
-      queue->run_until([this] { return isCompleted(); });
+      queue->run_until([this] { return c10d::Work::isCompleted(); });
   const bool done = c10d::Work::wait(timeout);  // throws the op's error
   if (done && after_wait_) after_wait_();
   return done;
+}
+
+bool RisemlWork::isCompleted() {
+  if (!c10d::Work::isCompleted()) return false;
+  if (!device_finished_ || exception()) return true;
+  return device_finished_();
 }
 
 void RisemlWork::succeed() {

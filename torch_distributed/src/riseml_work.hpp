@@ -25,7 +25,13 @@ class RisemlWork : public c10d::Work {
   // A device op: what wait() does once the op is queued on the device (torch's current stream
   // waits for it). Set before the job can run.
   void set_after_wait(std::function<void()> after_wait) { after_wait_ = std::move(after_wait); }
+  // A device op: whether the device has done it, once queued (isCompleted asks it).
+  void set_device_finished(std::function<bool()> finished) {
+    device_finished_ = std::move(finished);
+  }
 
+  // Queued and, for a device op, done by the device (or failed), as torch's nccl Work says.
+  bool isCompleted() override;
   bool wait(std::chrono::milliseconds timeout = ::kNoTimeout) override;
   std::vector<at::Tensor> result() override { return outputs_; }
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
@@ -40,6 +46,7 @@ class RisemlWork : public c10d::Work {
   std::vector<at::Tensor> outputs_;
   std::weak_ptr<OpQueue> queue_;
   std::function<void()> after_wait_;
+  std::function<bool()> device_finished_;
   std::atomic<int> source_{-1};
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };

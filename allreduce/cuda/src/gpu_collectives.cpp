@@ -156,6 +156,10 @@ void GpuCollectives::allreduce(void* buffer, std::size_t count, DataType type, R
     // 3. Inside the host again: every local rank gets every shard (on `stream`'s order: the
     // copy back from the host above is on the NCCL stream before it).
     if (split.shard) nccl.allgather(mine, base, split.shard, type, stream);
+    // The remainder's copy back is on the NCCL stream too: without shards (fewer elements than
+    // ranks on the host: a loss, a metric) no allgather orders `stream` after it, and the
+    // division below or the caller's next kernel would read the host's sum.
+    nccl.order_caller_after(stream);
   }
   // After the collective on `stream` (NcclCommunicator orders the caller's stream after it).
   if (op == ReduceOp::average && s.cpu.size() > 1) divide(type, buffer, count, s.cpu.size(), stream);

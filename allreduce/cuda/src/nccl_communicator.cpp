@@ -402,6 +402,13 @@ void NcclCommunicator::exchange(std::span<const PeerSend> sends,
   s.end(caller);
 }
 
+void NcclCommunicator::order_caller_after(cudaStream_t caller) {
+  State& s = *state_;
+  if (s.on_caller_stream || s.failed) return;
+  s.check_cuda(cudaSetDevice(s.device), "cudaSetDevice");
+  s.end(caller);
+}
+
 void NcclCommunicator::synchronize() {
   State& s = *state_;
   if (s.failed)

@@ -93,6 +93,10 @@ class NcclCommunicator {
   void exchange(std::span<const PeerSend> sends, std::span<const PeerReceive> receives,
                 cudaStream_t caller);
 
+  // The caller's stream waits for everything enqueued on this communicator's stream so far (a
+  // copy queued there after the last collective, too). Nothing with on_caller_stream.
+  void order_caller_after(cudaStream_t caller);
+
   // Waits until everything enqueued so far has completed, at most the timeout; on a timeout or
   // an NCCL error aborts the communicator and throws.
   void synchronize();

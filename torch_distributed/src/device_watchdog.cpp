@@ -1,0 +1,119 @@
+#include "device_watchdog.hpp"
+
+#include <utility>
+
+namespace riseml::torch_distributed {
+
+DeviceWatchdog::DeviceWatchdog(DeviceWatchdogOptions options) : options_(std::move(options)) {}
+
+DeviceWatchdog::~DeviceWatchdog() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void DeviceWatchdog::watch(WatchedOp op) {
+  std::lock_guard lock(mutex_);
+  if (failure_) return;  // the communicator is aborted: nothing of it will hang
+  ops_.push_back(Entry{std::move(op), std::nullopt});
+  if (options_.start_thread && !thread_.joinable()) thread_ = std::thread([this] { loop(); });
+}
+
+std::optional<std::string> DeviceWatchdog::failure() const {
+  std::lock_guard lock(mutex_);
+  return failure_;
+}
+
+std::size_t DeviceWatchdog::watched() const {
+  std::lock_guard lock(mutex_);
+  return ops_.size();
+}
+
+bool DeviceWatchdog::drain(std::chrono::milliseconds limit) {
+  const auto deadline = Clock::now() + limit;
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    if (failure_) return false;  // (it drops the ops it watched)
+    if (ops_.empty()) return true;
+    if (Clock::now() >= deadline) return false;
+    changed_.wait_for(lock, options_.period);
+  }
+}
+
+void DeviceWatchdog::check(Clock::time_point now) {
+  std::string why;
+  bool ask_health = false;
+  {
+    std::lock_guard lock(mutex_);
+    if (failure_) return;
+    while (!ops_.empty()) {
+      Entry& oldest = ops_.front();
+      if (!oldest.started_at) {
+        const Progress p = oldest.op.started(&why);
+        if (p == Progress::failed) {
+          if (why.empty()) why = "the device reported an error";
+          break;
+        }
+        if (p == Progress::pending) {
+          why.clear();
+          break;  // the caller's own work before it: no clock yet
+        }
+        oldest.started_at = now;
+      }
+      const Progress p = oldest.op.finished(&why);
+      if (p == Progress::failed) {
+        if (why.empty()) why = "the device reported an error";
+        break;
+      }
+      if (p == Progress::done) {
+        ops_.pop_front();
+        why.clear();
+        continue;
+      }
+      why.clear();
+      if (now - *oldest.started_at > options_.timeout)
+        why = "a collective on the device made no progress within " +
+              std::to_string(options_.timeout.count()) +
+              " ms of starting (a peer dead, stopped, or in another collective)";
+      break;
+    }
+    if (why.empty()) {
+      ask_health = !ops_.empty() && options_.healthy;
+      if (!ask_health) {
+        changed_.notify_all();
+        return;
+      }
+    }
+  }
+  // The communicator's health outside our lock: its owner may hold its own lock while it
+  // calls watch().
+  if (ask_health && options_.healthy(&why)) {
+    changed_.notify_all();
+    return;
+  }
+  if (why.empty()) why = "the device's communicator failed";
+  {
+    std::lock_guard lock(mutex_);
+    if (failure_) return;
+    failure_ = why;
+    ops_.clear();
+  }
+  changed_.notify_all();
+  if (options_.on_failure) options_.on_failure(why);
+}
+
+void DeviceWatchdog::loop() {
+  std::unique_lock lock(mutex_);
+  while (!stopping_) {
+    changed_.wait_for(lock, options_.period, [&] { return stopping_; });
+    if (stopping_) return;
+    lock.unlock();
+    check(Clock::now());
+    lock.lock();
+  }
+}
+
+}  // namespace riseml::torch_distributed
