@@ -8,6 +8,7 @@
 #include "device_path.hpp"
 #include "scaling.hpp"
 
+#include <riseml/cuda/event_pool.hpp>
 #include <riseml/cuda/gpu_collectives.hpp>
 #include <riseml/cuda/kernels.hpp>
 #include <riseml/cuda/status.hpp>
@@ -62,46 +63,7 @@ class DeviceScope {
   bool changed_ = false;
 };
 
-// Events are reused: creating one per call costs microseconds a small collective cannot spare.
-// One pool per (device, flags), alive for the process (events may outlive any engine).
-class EventPool {
- public:
-  static EventPool& of(int device, unsigned flags) {
-    static std::mutex mutex;
-    static auto* pools = new std::map<std::pair<int, unsigned>, EventPool*>();  // never freed
-    std::lock_guard lock(mutex);
-    EventPool*& p = (*pools)[{device, flags}];
-    if (!p) p = new EventPool(device, flags);
-    return *p;
-  }
-
-  // An event of this pool, returned to it when the last owner lets go.
-  std::shared_ptr<CUevent_st> take() {
-    cudaEvent_t e = nullptr;
-    {
-      std::lock_guard lock(mutex_);
-      if (!free_.empty()) {
-        e = free_.back();
-        free_.pop_back();
-      }
-    }
-    if (!e) {
-      DeviceScope scope(device_);
-      check(cudaEventCreateWithFlags(&e, flags_), "cudaEventCreate", device_);
-    }
-    return std::shared_ptr<CUevent_st>(e, [this](cudaEvent_t done) {
-      std::lock_guard lock(mutex_);
-      free_.push_back(done);
-    });
-  }
-
- private:
-  EventPool(int device, unsigned flags) : device_(device), flags_(flags) {}
-  int device_;
-  unsigned flags_;
-  std::mutex mutex_;
-  std::vector<cudaEvent_t> free_;
-};
+using cuda::EventPool;  // one per (device, flags), alive for the process
 
 // The ready markers: cheap to record and wait on.
 constexpr unsigned kMarkerFlags = cudaEventDisableTiming;

@@ -10,6 +10,7 @@
 #include "device_watchdog.hpp"
 
 #include <riseml/collective_error.hpp>
+#include <riseml/cuda/event_pool.hpp>
 #include <riseml/cuda/gpu_collectives.hpp>
 #include <riseml/cuda/gpu_options.hpp>
 
@@ -65,43 +66,6 @@ class GpuTicket final : public DeviceTicket {
  private:
   c10::DeviceIndex device_;
   std::shared_ptr<const FailureLatch> failure_;
-};
-
-// The watchdog's events, two an op (cudaEventCreate is not free): back in the pool once the
-// watchdog let go of the op. The deleters hold the pool, so it outlives every event out.
-class EventPool : public std::enable_shared_from_this<EventPool> {
- public:
-  explicit EventPool(c10::DeviceIndex device) : device_(device) {}
-  ~EventPool() {
-    c10::cuda::CUDAGuard guard(device_);
-    for (cudaEvent_t e : free_) cudaEventDestroy(e);
-  }
-  std::shared_ptr<CUevent_st> take() {
-    cudaEvent_t e = nullptr;
-    {
-      std::lock_guard lock(mutex_);
-      if (!free_.empty()) {
-        e = free_.back();
-        free_.pop_back();
-      }
-    }
-    if (!e) {
-      const cudaError_t r = cudaEventCreateWithFlags(&e, cudaEventDisableTiming);
-      if (r != cudaSuccess)
-        throw CollectiveError(ErrorKind::system,
-                              std::string("riseml gpu: cudaEventCreate: ") + cudaGetErrorString(r));
-    }
-    auto self = shared_from_this();
-    return std::shared_ptr<CUevent_st>(e, [self](cudaEvent_t done) {
-      std::lock_guard lock(self->mutex_);
-      self->free_.push_back(done);
-    });
-  }
-
- private:
-  c10::DeviceIndex device_;
-  std::mutex mutex_;
-  std::vector<cudaEvent_t> free_;
 };
 
 // An event's state for the watchdog (from its thread: the device set first).
@@ -160,7 +124,7 @@ class GpuPath final : public DevicePath {
         device_(device),
         stream_(c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device.index())),
         teardown_(teardown),
-        events_(std::make_shared<EventPool>(device.index())) {
+        events_(&cuda::EventPool::of(device.index(), cudaEventDisableTiming)) {
     options_ = cuda::GpuOptions::from_environment();
     options_.device = device.index();
     options_.timeout = timeout;
@@ -269,7 +233,7 @@ class GpuPath final : public DevicePath {
   bool teardown_;
   cuda::GpuOptions options_;
   std::string where_;
-  std::shared_ptr<EventPool> events_;
+  cuda::EventPool* events_;  // the watchdog's events, two an op (the process's pool)
   std::shared_ptr<FailureLatch> failure_ = std::make_shared<FailureLatch>();
   std::mutex gpu_mutex_;  // gpu_ between the worker and the watchdog's thread
   std::unique_ptr<cuda::GpuCollectives> gpu_;

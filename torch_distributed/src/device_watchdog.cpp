@@ -49,31 +49,27 @@ void DeviceWatchdog::check(Clock::time_point now) {
   {
     std::lock_guard lock(mutex_);
     if (failure_) return;
+    // An event's query: failed fills `why` (never empty), else `why` stays empty.
+    auto ask = [&](const std::function<Progress(std::string*)>& query) {
+      why.clear();
+      const Progress p = query(&why);
+      if (p != Progress::failed) why.clear();
+      else if (why.empty()) why = "the device reported an error";
+      return p;
+    };
     while (!ops_.empty()) {
       Entry& oldest = ops_.front();
       if (!oldest.started_at) {
-        const Progress p = oldest.op.started(&why);
-        if (p == Progress::failed) {
-          if (why.empty()) why = "the device reported an error";
-          break;
-        }
-        if (p == Progress::pending) {
-          why.clear();
-          break;  // the caller's own work before it: no clock yet
-        }
+        const Progress p = ask(oldest.op.started);
+        if (p != Progress::done) break;  // failed, or the caller's own work before it: no clock
         oldest.started_at = now;
       }
-      const Progress p = oldest.op.finished(&why);
-      if (p == Progress::failed) {
-        if (why.empty()) why = "the device reported an error";
-        break;
-      }
+      const Progress p = ask(oldest.op.finished);
+      if (p == Progress::failed) break;
       if (p == Progress::done) {
         ops_.pop_front();
-        why.clear();
         continue;
       }
-      why.clear();
       if (now - *oldest.started_at > options_.timeout)
         why = "a collective on the device made no progress within " +
               std::to_string(options_.timeout.count()) +
