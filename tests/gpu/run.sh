@@ -17,8 +17,8 @@
 #       riseml-launch checks, riseml-plan, riseml-gpu-bench, _riseml compiled there,
 #       tests/python/test_torch_api.py under riseml-launch, tests/gpu/torch_gpu_check.py and
 #       Horovod's test_torch.py on CUDA, and tests/gpu/torch_backend_cuda_check.py (the riseml
-#       torch.distributed backend against nccl) where $PY imports a _riseml_c10d with GPU support
-#       (pip install --no-build-isolation . there, or RISEML_GPU_C10D_PATH=its folder). Writes everything under $OUT (default
+#       torch.distributed backend against nccl) with a _riseml_c10d compiled there against its
+#       torch (or RISEML_GPU_C10D_PATH=a folder holding one). Writes everything under $OUT (default
 #       /tmp/riseml-gpu-out), summary.txt last, and prints the summary.
 #       Exit: 0 all passed, 1 something failed, 2 no .gpu, 3 no usable GPU here.
 #
@@ -33,6 +33,57 @@ G=$root/.gpu
 
 usage() {
   sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+}
+
+# ---------------------------------------------------------------------------------------------
+# _riseml_c10d (the torch.distributed backend, torch_distributed/) compiled on the GPU machine
+# against its Python's torch (the build machine's torch differs, and a c10d backend must match
+# the torch it runs in): the backend's sources with that torch's headers, linked with the static
+# libraries of the layers under it. Uses SRC, G, PY, C10D, CUDA_INC, NCCL_DIR, CUDART_DIR; writes
+# $C10D/_riseml_c10d<ext>. One g++ per source at once (about a minute on 16 cores).
+build_c10d() {
+  local facts tinc tlib abi major minor cuda
+  facts=$("$PY" -c 'import os, torch
+from torch.utils import cpp_extension
+v = torch.__version__.split("+")[0].split(".")
+print(":".join(cpp_extension.include_paths()), os.path.join(os.path.dirname(torch.__file__), "lib"),
+      int(torch._C._GLIBCXX_USE_CXX11_ABI), v[0], v[1], int(torch.version.cuda is not None))' \
+    2>/dev/null) || { echo "c10d: no torch for $PY"; return 1; }
+  read -r tinc tlib abi major minor cuda <<<"$facts"
+  [ "$abi" = 1 ] || { echo "c10d: torch built with the old C++ ABI; riseml's libraries use the C++11 one"; return 1; }
+  { [ "$major" -ge 2 ] && [ "$cuda" = 1 ]; } || { echo "c10d: needs a CUDA torch 2 (torch $major.$minor, cuda $cuda)"; return 1; }
+  local pyinc ext
+  pyinc=$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
+  ext=$("$PY" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
+  local flags=(-O2 -fPIC -std=c++20 -DNDEBUG -DRISEML_HAVE_CUDA=1 -DRISEML_TORCH_GPU=1
+    -DRISEML_TORCH_MAJOR="$major" -DRISEML_TORCH_MINOR="$minor" -D_GLIBCXX_USE_CXX11_ABI=1
+    -I"$SRC/torch_distributed/include" -I"$SRC/torch_distributed/src" -I"$SRC/allreduce/include"
+    -I"$SRC/pmix_bootstrap/include" -I"$SRC/allreduce/cuda/include" -isystem "$pyinc")
+  local d incs
+  IFS=: read -ra incs <<<"$tinc"
+  for d in "${incs[@]}"; do flags+=(-isystem "$d"); done
+  [ -n "${CUDA_INC:-}" ] && flags+=(-isystem "$CUDA_INC")
+  rm -rf "$C10D"
+  mkdir -p "$C10D/obj"
+  local s pids=() rc=0 t0
+  t0=$(date +%s)
+  for s in "$SRC"/torch_distributed/src/*.cpp "$SRC/python/src/c10d_module.cpp"; do
+    g++ "${flags[@]}" -c "$s" -o "$C10D/obj/$(basename "$s" .cpp).o" &
+    pids+=($!)
+  done
+  for s in "${pids[@]}"; do wait "$s" || rc=1; done
+  [ $rc = 0 ] || { echo "c10d: compiling failed"; return 1; }
+  local cudart
+  cudart=$(basename "$(ls "${CUDART_DIR:-/nonexistent}"/libcudart.so.1[0-9] 2>/dev/null | head -1)")
+  g++ -shared -o "$C10D/_riseml_c10d$ext" "$C10D"/obj/*.o \
+    -Wl,--start-group "$G"/static/*.a -Wl,--end-group \
+    -L"$tlib" -ltorch_python -ltorch_cuda -lc10_cuda -ltorch -ltorch_cpu -lc10 \
+    ${CUDART_DIR:+-L"$CUDART_DIR"} ${cudart:+-l:"$cudart"} ${NCCL_DIR:+-L"$NCCL_DIR"} -l:libnccl.so.2 \
+    -L"$G/pmix2/lib" -l:libpmix.so.2 -l:libcrypto.so.3 -lrt -lpthread \
+    -Wl,-rpath,"${NCCL_DIR:+$NCCL_DIR:}${CUDART_DIR:+$CUDART_DIR:}$tlib:$G/lib:$G/pmix2/lib" ||
+    { echo "c10d: linking failed"; return 1; }
+  rm -rf "$C10D/obj"
+  echo "c10d: built for torch $major.$minor in $(($(date +%s) - t0)) s"
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -96,6 +147,7 @@ pack() {
   # and the Python tests the device step runs.
   (cd "$root" && tar cf - python/src python/riseml allreduce/include allreduce/cuda/include \
     engine/include pmix_bootstrap/include runtime/include common/include elastic/include \
+    torch_distributed/include torch_distributed/src \
     tests/python tests/gpu/torch_gpu_check.py tests/gpu/same_loss_check.py \
     tests/gpu/torch_backend_cuda_check.py \
     contrib/examples/pytorch-digits 2>/dev/null) | tar xf - -C "$G/src"
@@ -450,6 +502,15 @@ PY
     sum "same_loss_check: not run"
   fi
 
+  # _riseml_c10d for step 7, compiled against this Python's torch while step 6 runs (nothing
+  # timed there; the benchmarks and the ResNet-50 steps above are done).
+  local C10D=$G/c10dmod c10djob=""
+  if [ -z "${RISEML_GPU_C10D_PATH:-}" ] && [ $gpu_ok = 1 ]; then
+    el "start: _riseml_c10d build in the background"
+    build_c10d >"$O/c10d_build.txt" 2>&1 &
+    c10djob=$!
+  fi
+
   el "6. test_torch_api.py, and Horovod's test_torch.py (per test, 8 at a time, and whole) until the deadline"
   if [ $have_mod = 1 ]; then
     PYTHONPATH=$PYMOD:$SRC/python timeout "$(limit 120 15)" "$L" -n 1 --tag-output --timeout 115 -- \
@@ -474,13 +535,15 @@ PY
   cat "$O/hvd_summary.txt" >>"$S"
   grep -q "failing:.*test_" "$O/hvd_summary.txt" && failed+=("Horovod's test_torch.py")
 
-  # The torch.distributed backend on CUDA tensors against nccl (torch_backend_cuda_check.py): only
-  # where this Python already imports a _riseml_c10d built with GPU support (the device step does
-  # not compile it: `pip install --no-build-isolation .` here first, or RISEML_GPU_C10D_PATH=the
-  # build's python/ folder).
+  # The torch.distributed backend on CUDA tensors against nccl (torch_backend_cuda_check.py), with
+  # the _riseml_c10d compiled above (or RISEML_GPU_C10D_PATH=a folder holding one).
   el "7. torch_backend_cuda_check (riseml backend vs nccl on CUDA tensors)"
+  if [ -n "$c10djob" ]; then
+    wait $c10djob
+    sum "_riseml_c10d: $(tail -1 "$O/c10d_build.txt")"
+  fi
   t=$(limit 300 5)
-  local c10d_path=${RISEML_GPU_C10D_PATH:-}
+  local c10d_path=${RISEML_GPU_C10D_PATH:-$C10D}:$PYMOD
   if [ $gpu_ok = 1 ] && [ "$t" -gt 30 ] &&
       PYTHONPATH=$c10d_path:$SRC/python "$PY" -c 'import _riseml_c10d as c, sys; sys.exit(0 if c.cuda_tensors else 1)' 2>/dev/null; then
     PATH=$G/bin:$PATH PYTHONPATH=$c10d_path:$SRC/python timeout "$t" "$PY" \

@@ -1,7 +1,8 @@
 """The riseml torch.distributed backend on CUDA tensors, against torch's own nccl backend, on a
 machine with a GPU (issue 36, item 3). Needs _riseml_c10d built for a CUDA torch 2 with riseml's
-GPU support (`_riseml_c10d.cuda_tensors` is True): the build tree's python/ on PYTHONPATH, or
-`pip install --no-build-isolation .` into the environment of that torch.
+GPU support (`_riseml_c10d.cuda_tensors` is True): the build tree's python/ on PYTHONPATH,
+`pip install --no-build-isolation .` into the environment of that torch, or the one
+`tests/gpu/run.sh device` compiles on the GPU machine.
 
     python3 tests/gpu/torch_backend_cuda_check.py [--launch riseml-launch] [--sizes-mib 1,4,...]
 
