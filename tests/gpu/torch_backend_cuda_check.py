@@ -81,10 +81,11 @@ def driver(args):
         say("-n %d: rc %d" % (n, rc))
         if rc != 0:
             code = 1
-        cmd = [args.launch, "-n", str(n), "--tag-output", "--timeout", "120", "--",
+        limit = max(30, min(120, args.timeout))
+        cmd = [args.launch, "-n", str(n), "--tag-output", "--timeout", str(limit), "--",
                sys.executable, os.path.abspath(__file__), "--worker", "--device-id"]
         say("-n %d device_id: %s" % (n, " ".join(cmd)))
-        rc = subprocess.call(cmd, timeout=150)
+        rc = subprocess.call(cmd, timeout=limit + 30)
         say("-n %d device_id: rc %d" % (n, rc))
         if rc != 0:
             code = 1
