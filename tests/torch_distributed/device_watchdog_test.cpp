@@ -146,6 +146,36 @@ TEST(DeviceWatchdog, AFailedEventQueryFailsWithItsReason) {
   EXPECT_FALSE(g.dog.failure()->empty());
 }
 
+TEST(DeviceWatchdog, ItsCallbacksMayCallItBack) {
+  // Health, failure and event queries run without the watchdog's lock: the GPU path's take
+  // its own lock, which its worker holds while it calls watch().
+  DeviceWatchdog* self = nullptr;
+  std::size_t seen_in_health = 99, seen_in_failure = 99, seen_in_query = 99;
+  DeviceWatchdog dog(DeviceWatchdogOptions{1h, 1ms,
+                                           [&](std::string* why) {
+                                             seen_in_health = self->watched();
+                                             *why = "unhealthy";
+                                             return false;
+                                           },
+                                           [&](const std::string&) {
+                                             seen_in_failure = self->watched();
+                                           },
+                                           false});
+  self = &dog;
+  FakeOp a;
+  WatchedOp op = a.watched();
+  op.started = [&](std::string*) {
+    seen_in_query = self->watched();
+    return Progress::done;
+  };
+  dog.watch(op);
+  dog.check(Clock::now());
+  EXPECT_EQ(seen_in_query, 1u);
+  EXPECT_EQ(seen_in_health, 1u);
+  EXPECT_EQ(seen_in_failure, 0u);
+  ASSERT_TRUE(dog.failure());
+}
+
 TEST(DeviceWatchdog, ItsThreadTimesOutAStuckOpAndDrainGivesUp) {
   std::atomic<int> calls{0};
   std::string reason;

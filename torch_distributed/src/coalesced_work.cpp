@@ -66,6 +66,12 @@ c10::intrusive_ptr<CoalescedWork> CoalescedWork::create(
   return self;
 }
 
+bool CoalescedWork::isCompleted() {
+  if (!c10d::Work::isCompleted()) return false;
+  if (exception()) return true;
+  return std::all_of(works_.begin(), works_.end(), [](const auto& w) { return w->isCompleted(); });
+}
+
 bool CoalescedWork::wait(std::chrono::milliseconds timeout) {
   for (const auto& w : works_) w->wait(timeout);  // throws the op's error
   return c10d::Work::wait(timeout);

@@ -19,6 +19,8 @@ class CoalescedWork : public c10d::Work {
   CoalescedWork(int rank, std::vector<c10::intrusive_ptr<c10d::Work>> works);  // use create()
 
   bool wait(std::chrono::milliseconds timeout = ::kNoTimeout) override;
+  // Every op of the block completed (a device op's: done by the device), or one failed.
+  bool isCompleted() override;
   std::vector<at::Tensor> result() override;
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
 

@@ -21,6 +21,7 @@
 #include <cuda_runtime.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -36,9 +37,12 @@ namespace {
 // Work::wait then raises it.
 class FailureLatch {
  public:
-  void set(const std::string& why) {
+  // Whether `why` is the first.
+  bool set(const std::string& why) {
     std::lock_guard lock(mutex_);
-    if (!why_) why_ = why;
+    if (why_) return false;
+    why_ = why;
+    return true;
   }
   std::optional<std::string> get() const {
     std::lock_guard lock(mutex_);
@@ -58,7 +62,13 @@ class GpuTicket final : public DeviceTicket {
     if (auto why = failure_->get()) throw CollectiveError(ErrorKind::aborted, *why);
     done.block(c10::cuda::getCurrentCUDAStream(device_));
   }
-  bool finished() override { return done.query(); }
+  bool finished() override {
+    try {
+      return done.query();
+    } catch (const std::exception&) {  // a sticky CUDA error: done, and the next op says so
+      return true;
+    }
+  }
 
   at::cuda::CUDAEvent ready;  // torch's current stream at the call
   at::cuda::CUDAEvent done;   // our stream after the collective
@@ -133,13 +143,11 @@ class GpuPath final : public DevicePath {
     DeviceWatchdogOptions watch;
     watch.timeout = timeout;
     watch.healthy = [this](std::string* why) {
-      std::lock_guard lock(gpu_mutex_);
-      return !gpu_ || gpu_->healthy(why);
+      // Not while an op holds the lock (it may wait on the device): asked again next round.
+      std::unique_lock lock(gpu_mutex_, std::try_to_lock);
+      return !lock.owns_lock() || !gpu_ || gpu_->healthy(why);
     };
-    watch.on_failure = [this](const std::string& why) {
-      std::lock_guard lock(gpu_mutex_);
-      fail_locked(why);
-    };
+    watch.on_failure = [this](const std::string& why) { fail(why, /*locked=*/false); };
     watchdog_ = std::make_unique<DeviceWatchdog>(std::move(watch));
   }
 
@@ -179,26 +187,40 @@ class GpuPath final : public DevicePath {
         setup_failure_ = e;
         throw;
       }
+      gpu_raw_ = gpu_.get();
     }
     std::string why;
     if (!gpu_->healthy(&why)) {  // an op before this one failed on the device
-      fail_locked(why);
+      fail(why, /*locked=*/true);
       throw CollectiveError(ErrorKind::peer_failed, *failure_->get());
     }
     c10::cuda::CUDAStreamGuard stream_guard(stream_);
     t.ready.block(stream_);
     auto started = events_->take();
     check(cudaEventRecord(started.get(), stream_.stream()));
-    OnStream on_stream(*gpu_, stream_.stream());
-    body(on_stream);  // packing and unpacking too run on our stream (the guard)
-    t.done.record(stream_);
-    auto finished = events_->take();
-    check(cudaEventRecord(finished.get(), stream_.stream()));
-    gpu_lock.unlock();  // the watchdog asks for it
-    const c10::DeviceIndex d = device_.index();
-    watchdog_->watch(WatchedOp{
-        [started, d](std::string* w) { return progress_of(started.get(), d, w); },
-        [finished, d](std::string* w) { return progress_of(finished.get(), d, w); }});
+    // Watched even when the body throws after queueing device work: that work may hang too.
+    auto watch_from_here = [&] {
+      auto finished = events_->take();
+      const bool recorded = cudaEventRecord(finished.get(), stream_.stream()) == cudaSuccess;
+      gpu_lock.unlock();  // the watchdog asks for it
+      if (!recorded) return;
+      const c10::DeviceIndex d = device_.index();
+      watchdog_->watch(WatchedOp{
+          [started, d](std::string* w) { return progress_of(started.get(), d, w); },
+          [finished, d](std::string* w) { return progress_of(finished.get(), d, w); }});
+    };
+    try {
+      OnStream on_stream(*gpu_, stream_.stream());
+      body(on_stream);  // packing and unpacking too run on our stream (the guard)
+      t.done.record(stream_);
+    } catch (...) {
+      try {
+        watch_from_here();
+      } catch (...) {  // no event to watch with: the op's own error is what the user sees
+      }
+      throw;
+    }
+    watch_from_here();
     succeed();  // the CUDA-aware future records its own event on our (current) stream
   }
 
@@ -209,14 +231,23 @@ class GpuPath final : public DevicePath {
                             std::string("riseml gpu: cudaEventRecord: ") + cudaGetErrorString(r));
   }
 
-  // With gpu_mutex_ held: abort NCCL (its kernels in flight end, so nothing waits for ever),
-  // remember why, and end the process unless TORCH_NCCL_ASYNC_ERROR_HANDLING says otherwise.
-  void fail_locked(const std::string& why) {
-    if (failure_->get()) return;
+  // Remembers why; then ends the process (torch's default), or aborts NCCL, whose kernels in
+  // flight end so that nothing waits for ever. `locked`: the caller holds gpu_mutex_ (else an op
+  // may hold it, waiting on the device: the abort request ends that wait first).
+  void fail(const std::string& why, bool locked) {
     const std::string reason = "riseml gpu: " + why + " on " + where_;
-    failure_->set(reason);
+    if (!failure_->set(reason)) return;
+    if (teardown_) end_process(reason);  // first: ncclCommAbort itself may hang (torch skips it)
+    if (locked) {
+      if (gpu_) gpu_->abort(reason);
+      return;
+    }
+    if (cuda::GpuCollectives* gpu = gpu_raw_) gpu->request_abort();
+    std::lock_guard lock(gpu_mutex_);
     if (gpu_) gpu_->abort(reason);
-    if (!teardown_) return;
+  }
+
+  [[noreturn]] static void end_process(const std::string& reason) {
     std::fprintf(stderr,
                  "%s. The collectives this process group already completed on the device may "
                  "have left wrong data in their tensors, so the process ends here, as torch's "
@@ -237,6 +268,7 @@ class GpuPath final : public DevicePath {
   std::shared_ptr<FailureLatch> failure_ = std::make_shared<FailureLatch>();
   std::mutex gpu_mutex_;  // gpu_ between the worker and the watchdog's thread
   std::unique_ptr<cuda::GpuCollectives> gpu_;
+  std::atomic<cuda::GpuCollectives*> gpu_raw_{nullptr};  // gpu_, for request_abort without the lock
   std::optional<CollectiveError> setup_failure_;
   std::unique_ptr<DeviceWatchdog> watchdog_;
 };

@@ -45,48 +45,51 @@ bool DeviceWatchdog::drain(std::chrono::milliseconds limit) {
 
 void DeviceWatchdog::check(Clock::time_point now) {
   std::string why;
-  bool ask_health = false;
-  {
-    std::lock_guard lock(mutex_);
-    if (failure_) return;
-    // An event's query: failed fills `why` (never empty), else `why` stays empty.
-    auto ask = [&](const std::function<Progress(std::string*)>& query) {
+  // An event's query, without our lock (a CUDA call may block behind the driver): failed fills
+  // `why` (never empty), else `why` stays empty.
+  auto ask = [&](const std::function<Progress(std::string*)>& query) {
+    why.clear();
+    const Progress p = query(&why);
+    if (p != Progress::failed)
       why.clear();
-      const Progress p = query(&why);
-      if (p != Progress::failed) why.clear();
-      else if (why.empty()) why = "the device reported an error";
-      return p;
-    };
-    while (!ops_.empty()) {
-      Entry& oldest = ops_.front();
-      if (!oldest.started_at) {
-        const Progress p = ask(oldest.op.started);
-        if (p != Progress::done) break;  // failed, or the caller's own work before it: no clock
-        oldest.started_at = now;
-      }
-      const Progress p = ask(oldest.op.finished);
-      if (p == Progress::failed) break;
-      if (p == Progress::done) {
-        ops_.pop_front();
-        continue;
-      }
-      if (now - *oldest.started_at > options_.timeout)
-        why = "a collective on the device made no progress within " +
-              std::to_string(options_.timeout.count()) +
-              " ms of starting (a peer dead, stopped, or in another collective)";
-      break;
+    else if (why.empty())
+      why = "the device reported an error";
+    return p;
+  };
+  bool any_left = false;
+  for (;;) {
+    Entry* oldest = nullptr;
+    {
+      std::lock_guard lock(mutex_);
+      if (failure_) return;
+      if (ops_.empty()) break;
+      // Only this thread pops or clears, and a deque's push_back keeps its elements in place.
+      oldest = &ops_.front();
     }
-    if (why.empty()) {
-      ask_health = !ops_.empty() && options_.healthy;
-      if (!ask_health) {
-        changed_.notify_all();
-        return;
-      }
+    any_left = true;
+    if (!oldest->started_at) {
+      const Progress p = ask(oldest->op.started);
+      if (p != Progress::done) break;  // failed, or the caller's own work before it: no clock
+      std::lock_guard lock(mutex_);
+      oldest->started_at = now;
     }
+    const Progress p = ask(oldest->op.finished);
+    if (p == Progress::failed) break;
+    if (p == Progress::done) {
+      std::lock_guard lock(mutex_);
+      ops_.pop_front();
+      any_left = false;
+      continue;
+    }
+    if (now - *oldest->started_at > options_.timeout)
+      why = "a collective on the device made no progress within " +
+            std::to_string(options_.timeout.count()) +
+            " ms of starting (a peer dead, stopped, or in another collective)";
+    break;
   }
-  // The communicator's health outside our lock: its owner may hold its own lock while it
+  // The communicator's health, also without our lock: its owner may hold its own lock while it
   // calls watch().
-  if (ask_health && options_.healthy(&why)) {
+  if (why.empty() && (!any_left || !options_.healthy || options_.healthy(&why))) {
     changed_.notify_all();
     return;
   }

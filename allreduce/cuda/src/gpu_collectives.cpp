@@ -293,4 +293,6 @@ bool GpuCollectives::healthy(std::string* why) const { return state_->nccl->heal
 
 void GpuCollectives::abort(const std::string& reason) { state_->nccl->abort(reason); }
 
+void GpuCollectives::request_abort() { state_->nccl->request_abort(); }
+
 }  // namespace riseml::cuda

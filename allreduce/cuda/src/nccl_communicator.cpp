@@ -5,6 +5,7 @@
 #include "host_name.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -71,6 +72,9 @@ std::string nccl_environment() {
   return out;
 }
 
+constexpr const char* kAbortRequested =
+    "aborted by its owner while waiting (a collective before this one failed)";
+
 struct NcclCommunicator::State {
   int rank = 0;
   int size = 0;
@@ -89,10 +93,17 @@ struct NcclCommunicator::State {
   bool in_group = false;  // between ncclGroupStart and ncclGroupEnd
   bool failed = false;
   std::string abort_reason;  // why abort() was called, for later calls
+  // request_abort() from another thread: the owner's waits end at their next poll.
+  std::atomic<bool> abort_requested{false};
 
   std::string where() const {
     return "rank " + std::to_string(rank) + " of " + std::to_string(size) + " (host " + host +
            ", CUDA device " + std::to_string(device) + ")";
+  }
+
+  std::string failed_earlier() const {
+    return "riseml nccl: the communicator failed earlier on " + where() +
+           (abort_reason.empty() ? "" : ": " + abort_reason);
   }
 
   [[noreturn]] void fail(ErrorKind kind, const std::string& what) {
@@ -130,6 +141,7 @@ struct NcclCommunicator::State {
       if (r != ncclSuccess) fail(on_error, std::string(what) + ": " + nccl_error(r));
       if (state == ncclSuccess) return;
       if (state != ncclInProgress) fail(on_error, std::string(what) + ": " + nccl_error(state));
+      if (abort_requested) fail(ErrorKind::aborted, std::string(what) + ": " + kAbortRequested);
       if (Clock::now() >= deadline)
         fail(ErrorKind::timeout, std::string(what) + ": no progress within " +
                                      std::to_string(timeout.count()) + " ms (a peer dead?)");
@@ -150,9 +162,8 @@ struct NcclCommunicator::State {
 
   void begin(cudaStream_t caller) {
     if (failed)
-      throw CollectiveError(ErrorKind::aborted,
-                            "riseml nccl: the communicator failed earlier on " + where() +
-                                (abort_reason.empty() ? "" : ": " + abort_reason));
+      throw CollectiveError(ErrorKind::aborted, failed_earlier());
+    if (abort_requested) fail(ErrorKind::aborted, kAbortRequested);
     check_cuda(cudaSetDevice(device), "cudaSetDevice");
     if (on_caller_stream) return;
     if (!pending) {
@@ -411,9 +422,7 @@ void NcclCommunicator::order_caller_after(cudaStream_t caller) {
 
 void NcclCommunicator::synchronize() {
   State& s = *state_;
-  if (s.failed)
-    throw CollectiveError(ErrorKind::aborted,
-                          "riseml nccl: the communicator failed earlier on " + s.where());
+  if (s.failed) throw CollectiveError(ErrorKind::aborted, s.failed_earlier());
   // Polls until `done` says so; an NCCL error (a peer's failure reported to us) always ends the
   // wait, the timeout only when `bounded`.
   auto poll = [&](auto done, const char* what, bool bounded) {
@@ -428,6 +437,7 @@ void NcclCommunicator::synchronize() {
       if (r != ncclSuccess || (state != ncclSuccess && state != ncclInProgress))
         s.fail(ErrorKind::peer_failed,
                "NCCL collective failed: " + s.nccl_error(r != ncclSuccess ? r : state));
+      if (s.abort_requested) s.fail(ErrorKind::aborted, kAbortRequested);
       if (bounded && Clock::now() >= deadline)
         s.fail(ErrorKind::timeout, "collective did not complete within " +
                                        std::to_string(s.timeout.count()) + " ms (a peer dead?)");
@@ -444,7 +454,9 @@ void NcclCommunicator::synchronize() {
 bool NcclCommunicator::healthy(std::string* why) const {
   const State& s = *state_;
   if (s.failed || s.comm == nullptr) {
-    if (why) *why = "the communicator failed earlier on " + s.where();
+    if (why)
+      *why = "the communicator failed earlier on " + s.where() +
+             (s.abort_reason.empty() ? "" : ": " + s.abort_reason);
     return false;
   }
   ncclResult_t state = ncclSuccess;
@@ -455,6 +467,8 @@ bool NcclCommunicator::healthy(std::string* why) const {
            s.where() + "; " + nccl_environment();
   return false;
 }
+
+void NcclCommunicator::request_abort() { state_->abort_requested = true; }
 
 void NcclCommunicator::abort(const std::string& reason) {
   State& s = *state_;

@@ -78,6 +78,7 @@ class GpuCollectives {
   // NcclCommunicator::healthy / abort of this rank's communicator.
   bool healthy(std::string* why) const;
   void abort(const std::string& reason);
+  void request_abort();  // NcclCommunicator::request_abort: from any thread
 
  private:
   struct State;

@@ -105,8 +105,13 @@ class NcclCommunicator {
   // when NCCL reports an asynchronous error (a peer failed) or the communicator failed before.
   bool healthy(std::string* why) const;
   // Aborts the communicator: NCCL's kernels in flight end (their results are garbage) and every
-  // later call throws ErrorKind::aborted with `reason`.
+  // later call throws ErrorKind::aborted with `reason`. From the thread that makes the calls (or
+  // with them excluded otherwise).
   void abort(const std::string& reason);
+  // From any thread: a wait of the calling thread (set-up, an enqueue, synchronize) ends at its
+  // next poll by aborting and throwing ErrorKind::aborted, and so does the next call; for a
+  // watchdog that must not wait for the lock its owner holds while it waits.
+  void request_abort();
 
  private:
   struct State;
