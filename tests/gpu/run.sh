@@ -83,6 +83,10 @@ print(":".join(cpp_extension.include_paths()), os.path.join(os.path.dirname(torc
     -Wl,-rpath,"${NCCL_DIR:+$NCCL_DIR:}${CUDART_DIR:+$CUDART_DIR:}$tlib:$G/lib:$G/pmix2/lib" ||
     { echo "c10d: linking failed"; return 1; }
   rm -rf "$C10D/obj"
+  # A shared module links with symbols missing (a stale static library): only loading it tells.
+  local loaded
+  loaded=$(PYTHONPATH=$C10D "$PY" -c 'import torch, _riseml_c10d' 2>&1) ||
+    { echo "c10d: the module does not load: $(echo "$loaded" | tail -1)"; return 1; }
   echo "c10d: built for torch $major.$minor in $(($(date +%s) - t0)) s"
 }
 
