@@ -135,6 +135,10 @@ class GpuPath final : public DevicePath {
         stream_(c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device.index())),
         teardown_(teardown),
         events_(&cuda::EventPool::of(device.index(), cudaEventDisableTiming)) {
+    // A group's timeout may be anything torch takes (0, or days): a year at most, so that a
+    // deadline never overflows the clock; none (0 or less) waits that long too.
+    const std::chrono::milliseconds year = std::chrono::hours(24 * 365);
+    if (timeout.count() <= 0 || timeout > year) timeout = year;
     options_ = cuda::GpuOptions::from_environment();
     options_.device = device.index();
     options_.timeout = timeout;

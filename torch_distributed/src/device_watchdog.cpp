@@ -16,10 +16,13 @@ DeviceWatchdog::~DeviceWatchdog() {
 }
 
 void DeviceWatchdog::watch(WatchedOp op) {
-  std::lock_guard lock(mutex_);
-  if (failure_) return;  // the communicator is aborted: nothing of it will hang
-  ops_.push_back(Entry{std::move(op), std::nullopt});
-  if (options_.start_thread && !thread_.joinable()) thread_ = std::thread([this] { loop(); });
+  {
+    std::lock_guard lock(mutex_);
+    if (failure_) return;  // the communicator is aborted: nothing of it will hang
+    ops_.push_back(Entry{std::move(op), std::nullopt});
+    if (options_.start_thread && !thread_.joinable()) thread_ = std::thread([this] { loop(); });
+  }
+  changed_.notify_all();  // a thread asleep with nothing to watch
 }
 
 std::optional<std::string> DeviceWatchdog::failure() const {
@@ -107,6 +110,10 @@ void DeviceWatchdog::check(Clock::time_point now) {
 void DeviceWatchdog::loop() {
   std::unique_lock lock(mutex_);
   while (!stopping_) {
+    if (ops_.empty()) {  // nothing in flight: asleep until an op comes (no wake-ups when idle)
+      changed_.wait(lock, [&] { return stopping_ || !ops_.empty(); });
+      continue;
+    }
     changed_.wait_for(lock, options_.period, [&] { return stopping_; });
     if (stopping_) return;
     lock.unlock();
