@@ -36,6 +36,11 @@ usage() {
 }
 
 # ---------------------------------------------------------------------------------------------
+# The file name of the CUDA runtime in $CUDART_DIR (libcudart.so.12, .13, ...), for -l:NAME.
+cudart_name() {
+  basename "$(ls "${CUDART_DIR:-/nonexistent}"/libcudart.so.1[0-9] 2>/dev/null | head -1)"
+}
+
 # _riseml_c10d (the torch.distributed backend, torch_distributed/) compiled on the GPU machine
 # against its Python's torch (the build machine's torch differs, and a c10d backend must match
 # the torch it runs in): the backend's sources with that torch's headers, linked with the static
@@ -74,7 +79,7 @@ print(":".join(cpp_extension.include_paths()), os.path.join(os.path.dirname(torc
   for s in "${pids[@]}"; do wait "$s" || rc=1; done
   [ $rc = 0 ] || { echo "c10d: compiling failed"; return 1; }
   local cudart
-  cudart=$(basename "$(ls "${CUDART_DIR:-/nonexistent}"/libcudart.so.1[0-9] 2>/dev/null | head -1)")
+  cudart=$(cudart_name)
   g++ -shared -o "$C10D/_riseml_c10d$ext" "$C10D"/obj/*.o \
     -Wl,--start-group "$G"/static/*.a -Wl,--end-group \
     -L"$tlib" -ltorch_python -ltorch_cuda -lc10_cuda -ltorch -ltorch_cpu -lc10 \
@@ -323,7 +328,7 @@ sys.exit(0 if ok else 1)' 2>&1) || gpu_ok=0
       -I"$SRC/elastic/include" -isystem "$pyinc" ${pbinc:+-isystem "$pbinc"} ${CUDA_INC:+-isystem "$CUDA_INC"} \
       "$SRC/python/src/module.cpp" -o "$PYMOD/_riseml$EXT" \
       -Wl,--start-group "$G"/static/*.a -Wl,--end-group \
-      ${CUDART_DIR:+-L"$CUDART_DIR"} -l:"$(basename "$(ls "$CUDART_DIR"/libcudart.so.1[0-9] 2>/dev/null | head -1)")" \
+      ${CUDART_DIR:+-L"$CUDART_DIR"} -l:"$(cudart_name)" \
       ${NCCL_DIR:+-L"$NCCL_DIR"} -l:libnccl.so.2 -L"$G/pmix2/lib" -l:libpmix.so.2 -l:libcrypto.so.3 \
       -lrt -lpthread -Wl,-rpath,"$G/lib:$G/pmix2/lib"
     local rc=$?

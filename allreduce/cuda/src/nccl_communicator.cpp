@@ -101,8 +101,9 @@ struct NcclCommunicator::State {
            ", CUDA device " + std::to_string(device) + ")";
   }
 
+  // Why every call after a failure fails (healthy() says it too).
   std::string failed_earlier() const {
-    return "riseml nccl: the communicator failed earlier on " + where() +
+    return "the communicator failed earlier on " + where() +
            (abort_reason.empty() ? "" : ": " + abort_reason);
   }
 
@@ -162,7 +163,7 @@ struct NcclCommunicator::State {
 
   void begin(cudaStream_t caller) {
     if (failed)
-      throw CollectiveError(ErrorKind::aborted, failed_earlier());
+      throw CollectiveError(ErrorKind::aborted, "riseml nccl: " + failed_earlier());
     if (abort_requested) fail(ErrorKind::aborted, kAbortRequested);
     check_cuda(cudaSetDevice(device), "cudaSetDevice");
     if (on_caller_stream) return;
@@ -422,7 +423,7 @@ void NcclCommunicator::order_caller_after(cudaStream_t caller) {
 
 void NcclCommunicator::synchronize() {
   State& s = *state_;
-  if (s.failed) throw CollectiveError(ErrorKind::aborted, s.failed_earlier());
+  if (s.failed) throw CollectiveError(ErrorKind::aborted, "riseml nccl: " + s.failed_earlier());
   // Polls until `done` says so; an NCCL error (a peer's failure reported to us) always ends the
   // wait, the timeout only when `bounded`.
   auto poll = [&](auto done, const char* what, bool bounded) {
@@ -454,9 +455,7 @@ void NcclCommunicator::synchronize() {
 bool NcclCommunicator::healthy(std::string* why) const {
   const State& s = *state_;
   if (s.failed || s.comm == nullptr) {
-    if (why)
-      *why = "the communicator failed earlier on " + s.where() +
-             (s.abort_reason.empty() ? "" : ": " + s.abort_reason);
+    if (why) *why = s.failed_earlier();
     return false;
   }
   ncclResult_t state = ncclSuccess;
