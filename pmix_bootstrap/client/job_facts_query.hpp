@@ -9,9 +9,11 @@
 
 #include <riseml/pmix/job_facts.hpp>
 
+#include "job_data_reader.hpp"
+
 namespace riseml::pmix {
 
 // Throws BootstrapError when even the job size is unknown.
-JobFacts query_job_facts(const pmix_proc_t& self);
+JobFacts query_job_facts(const pmix_proc_t& self, const JobDataReader& data);
 
 }  // namespace riseml::pmix

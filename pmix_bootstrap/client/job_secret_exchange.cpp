@@ -5,7 +5,6 @@
 
 #include "job_secret_key.hpp"
 #include "pmix_client_session.hpp"
-#include "pmix_info_list.hpp"
 #include "pmix_value_reader.hpp"
 #include "random_bytes.hpp"
 
@@ -22,13 +21,11 @@ void scrub_and_release(OwnedValue value) {
 
 }  // namespace
 
-std::vector<std::byte> PmixClientSession::obtain_job_secret(std::chrono::milliseconds timeout) {
+std::vector<std::byte> PmixClientSession::obtain_job_secret(const JobDataReader& job_data,
+                                                            std::chrono::milliseconds timeout) {
   pmix_proc_t job{};
   PMIX_LOAD_PROCID(&job, self_.nspace, PMIX_RANK_WILDCARD);
-  InfoArray only_local = InfoList().add_bool(PMIX_OPTIONAL, true).finish();
-  pmix_value_t* raw = nullptr;
-  if (PMIx_Get(&job, kJobSecretKey, only_local.data(), only_local.size(), &raw) == PMIX_SUCCESS) {
-    OwnedValue value(raw);
+  if (OwnedValue value = job_data.get(job, kJobSecretKey)) {
     std::optional<std::vector<std::byte>> secret = value_as_bytes(*value);
     scrub_and_release(std::move(value));
     if (!secret || secret->size() != kJobSecretBytes) {
@@ -38,8 +35,8 @@ std::vector<std::byte> PmixClientSession::obtain_job_secret(std::chrono::millise
     return std::move(*secret);
   }
 
-  // Every rank takes this branch alike (the job-level data is the same for all), so the fence
-  // below is collective.
+  // Every rank takes this branch alike (the job-level data is the same for all, and a rank
+  // without the local copy asked the server), so the fence below is collective.
   if (facts_.rank == 0) {
     std::vector<std::byte> drawn(kJobSecretBytes);
     fill_random(drawn);

@@ -90,8 +90,10 @@ std::unique_ptr<Session> PmixClientSession::connect(const InitOptions& options) 
   }
   session->self_ = init->second;
   session->initialized_ = true;
-  session->facts_ = query_job_facts(session->self_);
-  session->secret_ = session->obtain_job_secret(options.timeout);
+  JobDataReader job_data(session->self_);
+  session->facts_ = query_job_facts(session->self_, job_data);
+  session->take_turn(job_data, options.timeout);
+  session->secret_ = session->obtain_job_secret(job_data, options.timeout);
   return session;
 }
 

@@ -7,6 +7,8 @@
 
 #include <string>
 
+#include "job_data_reader.hpp"
+
 namespace riseml::pmix {
 
 class PmixClientSession final : public Session {
@@ -33,8 +35,10 @@ class PmixClientSession final : public Session {
   // `shown_key` is the key as the caller knows it, for messages.
   std::vector<std::byte> get_raw(int rank, const std::string& key, std::string_view shown_key,
                                  std::chrono::milliseconds timeout);
-  std::vector<std::byte> obtain_job_secret(
-      std::chrono::milliseconds timeout);  // job_secret_exchange.cpp
+  // Waits for the peers' processes of this process's turn (forked_rank_sequence.cpp).
+  void take_turn(const JobDataReader& job_data, std::chrono::milliseconds timeout);
+  std::vector<std::byte> obtain_job_secret(const JobDataReader& job_data,
+                                           std::chrono::milliseconds timeout);  // job_secret_exchange.cpp
 
   // "riseml: rank 2 of 4 on host n1 (nspace x): <what>: <PMIx status>"
   [[noreturn]] void fail(const std::string& what, pmix_status_t status) const;

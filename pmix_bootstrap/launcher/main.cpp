@@ -16,6 +16,7 @@
 #include "child_process.hpp"
 #include "job_secret_key.hpp"
 #include "job_supervisor.hpp"
+#include "lost_client_recount.hpp"
 #include "launch_options.hpp"
 #include "pmix_host_server.hpp"
 #include "pmix_progress_ping.hpp"
@@ -132,6 +133,15 @@ JobOutcome run_job(const LaunchOptions& options, const std::string& program, Pmi
       JobLayout{"riseml-launch." + std::to_string(getpid()), options.ranks, this_hostname()},
       secret);
   explicit_bzero(secret.data(), secret.size());  // PMIx keeps the only copy now
+  // Without it the job still runs; only forked children of ranks (pytest --forked) then cannot
+  // fence after the first of them exits.
+  std::optional<LostClientRecount> recount;
+  try {
+    recount.emplace(job->layout().nspace, options.ranks);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "riseml-launch: %s; a forked child of a rank that exits without "
+                 "PMIx_Finalize will stall later fences\n", error.what());
+  }
 
   JobSupervisor supervisor(
       {options.tag_output, options.elastic, options.timeout, options.stop_grace,
@@ -142,7 +152,9 @@ JobOutcome run_job(const LaunchOptions& options, const std::string& program, Pmi
     if (WakePipe::stop_signal_count() > 0) break;  // interrupted while starting: run() stops
     try {
       EnvironmentBlock environment = job->environment_for(rank);
-      supervisor.add_rank(rank, start_child(program, options.command, environment.entries()));
+      StartedChild child = start_child(program, options.command, environment.entries());
+      if (recount) recount->set_process(rank, child.pid);
+      supervisor.add_rank(rank, std::move(child));
     } catch (const std::system_error& error) {
       supervisor.start_failed(rank, error.what(),
                               error.code().value() == ENOENT ? kNotFound : kCannotExecute);

@@ -3,9 +3,12 @@
 #include <pmix_server.h>
 #include <signal.h>
 
+#include <cstdlib>
 #include <initializer_list>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
+#include <string>
 #include <utility>
 
 #include "pmix_info_list.hpp"
@@ -64,7 +67,19 @@ PmixHostServer::PmixHostServer(const std::string& tmpdir) {
     sigaddset(&launcher_signals, signal_number);
   }
   pthread_sigmask(SIG_BLOCK, &launcher_signals, &original_mask);
+  // PMIx holds events back for a second by default, to merge the cascade of a crash; a lost
+  // client must reach LostClientRecount before the rank's next forked child fences. Read once,
+  // at init; the ranks get the environment as it was.
+  const char* caching_window_variable = "PMIX_MCA_pmix_event_caching_window";
+  const char* users_window = std::getenv(caching_window_variable);
+  std::optional<std::string> saved_window;
+  if (users_window != nullptr) saved_window = users_window;
+  setenv(caching_window_variable, "0", 1);
   pmix_status_t status = PMIx_server_init(&module, settings.data(), settings.size());
+  if (saved_window)
+    setenv(caching_window_variable, saved_window->c_str(), 1);
+  else
+    unsetenv(caching_window_variable);
   pthread_sigmask(SIG_SETMASK, &original_mask, nullptr);
   if (status != PMIX_SUCCESS) {
     throw std::runtime_error("PMIx_server_init failed: " + pmix::describe_status(status));

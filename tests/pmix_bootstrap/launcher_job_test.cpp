@@ -83,6 +83,24 @@ TEST(LauncherJob, RendezvousInterfaceWorksAcrossRanks) {
   }
 }
 
+TEST(LauncherJob, ForkedChildrenOfRanksJoinOneAfterAnother) {
+  // pytest --forked: each rank's children join in turn, half of them leave without finalizing,
+  // and each must read its own turn's values from its peers; then the ranks' own processes.
+  ProcessResult result = run_process(
+      {kLaunchProgram, "-n", "4", kForkedChildrenHelperProgram, "8"}, {}, seconds(60));
+  ASSERT_FALSE(result.timed_out) << result.out << result.err;
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  for (int rank = 0; rank < 4; ++rank) {
+    for (int child = 0; child < 8; ++child) {
+      std::string line = "forked rank=" + std::to_string(rank) + " child=" +
+                         std::to_string(child) + " ok";
+      EXPECT_NE(result.out.find(line), std::string::npos) << line << " in:\n" << result.out;
+    }
+    std::string line = "forked rank=" + std::to_string(rank) + " parent ok";
+    EXPECT_NE(result.out.find(line), std::string::npos) << line << " in:\n" << result.out;
+  }
+}
+
 TEST(LauncherJob, EveryRankGetsHorovodsRankVariables) {
   // Horovod scripts read these before init(). Values inherited from an outer job (riseml-launch
   // inside an srun task) are replaced, as horovodrun replaces them for its workers.

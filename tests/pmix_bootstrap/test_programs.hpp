@@ -10,5 +10,6 @@ inline constexpr const char* kAbortHelperProgram = RISEML_ABORT_HELPER_PATH;
 inline constexpr const char* kRendezvousHelperProgram = RISEML_RENDEZVOUS_HELPER_PATH;
 inline constexpr const char* kIntruderHelperProgram = RISEML_INTRUDER_HELPER_PATH;
 inline constexpr const char* kFenceStormHelperProgram = RISEML_FENCE_STORM_HELPER_PATH;
+inline constexpr const char* kForkedChildrenHelperProgram = RISEML_FORKED_CHILDREN_HELPER_PATH;
 
 }  // namespace riseml::testing
