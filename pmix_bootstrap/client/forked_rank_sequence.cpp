@@ -7,7 +7,9 @@
 // before its first fence, until every peer on its node (a server counts its own clients only)
 // has a process of the same turn joined: that process exists only once the peer's earlier
 // child has exited. Each process puts its turn under kTurnKey: a first connection 0, a later
-// one its own rank's last turn + 1.
+// one its own rank's last turn + 1. With libpmix's hash store (PMIX_MCA_gds=hash) instead of
+// its default shared-memory one a later child gets a copy of the job data too, so every
+// process takes turn 0 and this protection is off (the race stays; see docs/python.md).
 #include <pmix.h>
 
 #include <chrono>
@@ -29,13 +31,13 @@ namespace {
 
 constexpr const char* kTurnKey = "riseml.turn";
 
-// `key` of `rank` as the server holds it now (not this process's cache of it), or nullopt.
+// `key` of `proc` as the server's shared store holds it now (PMIX_GET_REFRESH_CACHE: not
+// this process's cache of it, which a peer's earlier process filled), or nullopt. A Get that
+// fetched the peer's data into the cache instead would also cache the keys its earlier process
+// put, and later Gets of those would answer with them.
 std::optional<long long> server_integer(const pmix_proc_t& proc, const char* key) {
-  InfoArray directives = InfoList()
-                             .add_bool(PMIX_GET_REFRESH_CACHE, true)
-                             .add_bool(PMIX_IMMEDIATE, true)
-                             .add_int(PMIX_TIMEOUT, 1)  // a server asking another node
-                             .finish();
+  InfoArray directives =
+      InfoList().add_bool(PMIX_GET_REFRESH_CACHE, true).add_bool(PMIX_IMMEDIATE, true).finish();
   pmix_value_t* raw = nullptr;
   if (PMIx_Get(&proc, key, directives.data(), directives.size(), &raw) != PMIX_SUCCESS) {
     return std::nullopt;
@@ -44,7 +46,8 @@ std::optional<long long> server_integer(const pmix_proc_t& proc, const char* key
   return value_as_integer(*value);
 }
 
-// The ranks on this node, from PMIX_LOCAL_PEERS ("0,1,2"); none when the server gives none.
+// The ranks on this node, from PMIX_LOCAL_PEERS ("0,1,2"). A server that gives none leaves the
+// wait out: nothing to wait for is known.
 std::vector<int> local_peer_ranks(const JobDataReader& job_data, const pmix_proc_t& self) {
   pmix_proc_t job{};
   PMIX_LOAD_PROCID(&job, self.nspace, PMIX_RANK_WILDCARD);
@@ -81,21 +84,19 @@ void PmixClientSession::take_turn(const JobDataReader& job_data,
 
   auto deadline = std::chrono::steady_clock::now() + timeout;
   for (int rank : local_peer_ranks(job_data, self_)) {
-    if (rank >= facts_.size) continue;
-    if (rank == facts_.rank) continue;
+    if (rank == facts_.rank || rank >= facts_.size) continue;
     pmix_proc_t peer{};
     PMIX_LOAD_PROCID(&peer, self_.nspace, static_cast<pmix_rank_t>(rank));
     while (true) {
       std::optional<long long> peers_turn = server_integer(peer, kTurnKey);
       if (peers_turn && *peers_turn >= turn) break;
       if (std::chrono::steady_clock::now() >= deadline) {
-        fail("rank " + std::to_string(rank) + " did not join for this process's turn " +
-             std::to_string(turn) + " within " + std::to_string(timeout.count()) +
-             " ms (this process is a later child of its rank, as under pytest --forked, and "
-             "rank " +
-             std::to_string(rank) +
-             " still runs an earlier one, or no longer runs "
-             "the same sequence of processes)");
+        fail("rank " + std::to_string(rank) + " on this node did not join for turn " +
+             std::to_string(turn) + " within " + std::to_string(timeout.count() / 1000) +
+             " s. This process is a later child of its rank (as under pytest --forked), and "
+             "the ranks' children must join in the same order: every rank must run the same "
+             "sequence of children that initialise riseml (the same tests and -k selection, "
+             "none failing or skipped on one rank only before its init)");
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }

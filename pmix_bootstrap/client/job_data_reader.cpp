@@ -8,7 +8,8 @@ namespace riseml::pmix {
 
 namespace {
 
-// The server answers from what it holds; this only bounds a server that does not answer.
+// For a key the server holds back (it does not for the job-level keys read here): how long it
+// may wait for it.
 constexpr int kServerQuerySeconds = 10;
 
 OwnedValue get_with(const pmix_proc_t& proc, const char* key, const InfoArray& directives) {

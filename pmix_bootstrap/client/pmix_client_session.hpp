@@ -37,8 +37,9 @@ class PmixClientSession final : public Session {
                                  std::chrono::milliseconds timeout);
   // Waits for the peers' processes of this process's turn (forked_rank_sequence.cpp).
   void take_turn(const JobDataReader& job_data, std::chrono::milliseconds timeout);
+  // job_secret_exchange.cpp
   std::vector<std::byte> obtain_job_secret(const JobDataReader& job_data,
-                                           std::chrono::milliseconds timeout);  // job_secret_exchange.cpp
+                                           std::chrono::milliseconds timeout);
 
   // "riseml: rank 2 of 4 on host n1 (nspace x): <what>: <PMIx status>"
   [[noreturn]] void fail(const std::string& what, pmix_status_t status) const;

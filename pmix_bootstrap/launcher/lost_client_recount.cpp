@@ -4,8 +4,11 @@
 #include <pmix_server.h>
 #include <sys/wait.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <sstream>
 #include <stdexcept>
@@ -50,6 +53,44 @@ void on_lost_connection(std::size_t, pmix_status_t, const pmix_proc_t* source, p
   if (cbfunc != nullptr) cbfunc(PMIX_SUCCESS, nullptr, 0, nullptr, nullptr, cbdata);
 }
 
+// The registration's outcome, shared with its callback, which may come after the wait ended.
+struct Registration {
+  std::mutex mutex;
+  std::condition_variable done_changed;
+  bool done = false;
+  pmix_status_t status = PMIX_SUCCESS;
+};
+
+void on_registered(pmix_status_t status, std::size_t, void* cbdata) {
+  auto* shared = static_cast<std::shared_ptr<Registration>*>(cbdata);
+  {
+    std::lock_guard lock((*shared)->mutex);
+    (*shared)->status = status;
+    (*shared)->done = true;
+  }
+  (*shared)->done_changed.notify_all();
+  delete shared;
+}
+
+// With a callback, PMIx registers on its own thread (without one it would change its handler
+// list on this thread, unlocked, while its thread may be using it).
+pmix_status_t register_handler() {
+  auto registration = std::make_shared<Registration>();
+  auto* cbdata = new std::shared_ptr<Registration>(registration);
+  pmix_status_t code = PMIX_ERR_LOST_CONNECTION;
+  pmix_status_t status =
+      PMIx_Register_event_handler(&code, 1, nullptr, 0, on_lost_connection, on_registered, cbdata);
+  if (status != PMIX_SUCCESS) {
+    delete cbdata;
+    return status;
+  }
+  std::unique_lock lock(registration->mutex);
+  if (!registration->done_changed.wait_for(lock, std::chrono::seconds(10),
+                                           [&] { return registration->done; }))
+    return PMIX_ERR_TIMEOUT;
+  return registration->status;
+}
+
 // PMIx reads the directives until its callback: they live on the heap until then.
 void release_directives(pmix_status_t, void* cbdata) {
   delete static_cast<pmix::InfoArray*>(cbdata);
@@ -64,22 +105,17 @@ LostClientRecount::LostClientRecount(std::string nspace, int local_processes)
     if (active != nullptr) throw std::logic_error("only one LostClientRecount at a time");
     active = this;
   }
-  // The handler stays registered for the server's life: it does nothing once this is gone.
-  static std::once_flag registered;
-  pmix_status_t failed = PMIX_SUCCESS;
-  std::call_once(registered, [&failed] {
-    pmix_status_t code = PMIX_ERR_LOST_CONNECTION;
-    // Without a callback the registration blocks and returns the handler's id or an error.
-    pmix_status_t id =
-        PMIx_Register_event_handler(&code, 1, nullptr, 0, on_lost_connection, nullptr, nullptr);
-    if (id < 0) failed = id;
-  });
-  if (failed != PMIX_SUCCESS) {
+  // Registered once for the server's life: the handler does nothing while no object is active.
+  static bool registered = false;
+  if (registered) return;
+  pmix_status_t status = register_handler();
+  if (status != PMIX_SUCCESS) {
     std::lock_guard lock(active_mutex);
     active = nullptr;
     throw std::runtime_error("PMIx_Register_event_handler(PMIX_ERR_LOST_CONNECTION) failed: " +
-                             pmix::describe_status(failed));
+                             pmix::describe_status(status));
   }
+  registered = true;
 }
 
 LostClientRecount::~LostClientRecount() {
@@ -93,21 +129,20 @@ void LostClientRecount::set_process(int rank, pid_t pid) {
 }
 
 void LostClientRecount::lost(int rank) {
-  int count = -1;
+  int count = 0;
   {
     std::lock_guard lock(mutex_);
     if (rank < 0 || static_cast<std::size_t>(rank) >= pids_.size()) return;
     pid_t pid = pids_[rank];
-    count = count_to_restore(count_, pid > 0 && process_alive(pid));
+    count = count_after_loss(count_, pid > 0 && process_alive(pid));
   }
-  if (count >= 0) restore_count(count);
+  restore_count(count);
 }
 
-int LostClientRecount::count_to_restore(int& count, bool process_alive) {
-  if (process_alive) return count;
-  // PMIx lowered its count by one (it does not go below zero).
-  if (count > 0) --count;
-  return -1;
+int LostClientRecount::count_after_loss(int& count, bool process_alive) {
+  // PMIx lowered its count by one (not below zero); a live process's count goes back.
+  if (!process_alive && count > 0) --count;
+  return count;
 }
 
 bool LostClientRecount::process_alive(pid_t pid) {

@@ -1,10 +1,12 @@
 // libpmix 4.2 takes a client whose connection closed without PMIx_Finalize for a dead process:
-// it lowers its nspace's count of local processes, and from then on no fence of the job
-// completes (the server waits for one rank fewer than take part, or none). That is wrong when
-// the rank's process lives on and only a forked child of it had connected: `pytest --forked`
-// (how Horovod runs its own test files) forks one child per test, which initialises, runs the
-// test and leaves with _exit. This gives the count back when the rank's process is alive;
-// when it is dying or dead, PMIx's lower count stands (the survivors' fences depend on it).
+// it lowers its nspace's count of local processes, and fences of the whole job then complete
+// without one rank's data, or never. That is wrong when the rank's process lives on and only a
+// forked child of it had connected: `pytest --forked` forks one child per test, which
+// initialises, runs the test and leaves with _exit. This gives the count back when the rank's
+// process is alive and not exiting; when it is dying or dead, PMIx's lower count stands (the
+// survivors' fences rely on it). "The rank's process" is the one riseml-launch started: under
+// a wrapper (a shell script running python), a crashed python whose wrapper lives on is
+// counted back too; the job then ends with the wrapper, or fences only among the survivors.
 #pragma once
 
 #include <sys/types.h>
@@ -33,10 +35,11 @@ class LostClientRecount {
   // On PMIx's thread: `rank`'s client lost its connection without PMIx_Finalize.
   void lost(int rank);
 
-  // The decision in lost() (public for the tests): `count` is what PMIx counts before the
-  // loss. Returns the count to give PMIx back when the rank's process is alive, else -1 (and
-  // lowers `count` as PMIx did).
-  static int count_to_restore(int& count, bool process_alive);
+  // The count to give PMIx after a loss (public for the tests): `count`, what PMIx counted
+  // before it, lowered as PMIx lowered it when the rank's process is dead or dying, kept when
+  // it lives on. Given back every time, so that with losses of live and dead ranks in any
+  // order PMIx ends at the right count.
+  static int count_after_loss(int& count, bool process_alive);
 
   // Whether `pid`, a child of this process, is running and not exiting.
   static bool process_alive(pid_t pid);

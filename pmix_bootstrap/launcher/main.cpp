@@ -10,14 +10,16 @@
 #include <cstdlib>
 #include <exception>
 #include <optional>
+#include <string>
 #include <system_error>
 #include <variant>
+#include <vector>
 
 #include "child_process.hpp"
 #include "job_secret_key.hpp"
 #include "job_supervisor.hpp"
-#include "lost_client_recount.hpp"
 #include "launch_options.hpp"
+#include "lost_client_recount.hpp"
 #include "pmix_host_server.hpp"
 #include "pmix_progress_ping.hpp"
 #include "private_tmpdir.hpp"
@@ -126,7 +128,8 @@ struct JobOutcome {
 // Registers the job in `job`, starts its ranks and supervises them until all have ended.
 // Throws std::runtime_error when the job cannot be registered.
 JobOutcome run_job(const LaunchOptions& options, const std::string& program, PmixHostServer& server,
-                   ServerStallWatch* stall_watch, std::optional<RegisteredJob>& job) {
+                   ServerStallWatch* stall_watch, std::optional<RegisteredJob>& job,
+                   const std::vector<std::string>& rank_overrides) {
   std::vector<std::byte> secret(pmix::kJobSecretBytes);
   pmix::fill_random(secret);
   job.emplace(
@@ -139,19 +142,19 @@ JobOutcome run_job(const LaunchOptions& options, const std::string& program, Pmi
   try {
     recount.emplace(job->layout().nspace, options.ranks);
   } catch (const std::exception& error) {
-    std::fprintf(stderr, "riseml-launch: %s; a forked child of a rank that exits without "
-                 "PMIx_Finalize will stall later fences\n", error.what());
+    std::fprintf(stderr,
+                 "riseml-launch: %s; after a forked child of a rank leaves without "
+                 "PMIx_Finalize, fences may lack that rank or never complete\n",
+                 error.what());
   }
 
-  JobSupervisor supervisor(
-      {options.tag_output, options.elastic, options.timeout, options.stop_grace,
-       job->layout().hostname},
-      server,
-      stall_watch);
+  JobSupervisor supervisor({options.tag_output, options.elastic, options.timeout,
+                            options.stop_grace, job->layout().hostname},
+                           server, stall_watch);
   for (int rank = 0; rank < options.ranks; ++rank) {
     if (WakePipe::stop_signal_count() > 0) break;  // interrupted while starting: run() stops
     try {
-      EnvironmentBlock environment = job->environment_for(rank);
+      EnvironmentBlock environment = job->environment_for(rank, rank_overrides);
       StartedChild child = start_child(program, options.command, environment.entries());
       if (recount) recount->set_process(rank, child.pid);
       supervisor.add_rank(rank, std::move(child));
@@ -180,6 +183,14 @@ LaunchResult launch(const LaunchOptions& options) {
   }
 
   WakePipe::install();
+  // PMIx holds events back a second by default, to merge the cascade of a crash; a lost
+  // client must reach LostClientRecount before its rank's next forked child fences. Set here,
+  // before any thread runs; the ranks get the value they would have had.
+  const char* event_window = "PMIX_MCA_pmix_event_caching_window";
+  const char* users_window = std::getenv(event_window);
+  std::vector<std::string> rank_overrides{std::string(event_window) + "=" +
+                                          (users_window != nullptr ? users_window : "1")};
+  setenv(event_window, "0", 1);
   PrivateTmpdir tmpdir("riseml-launch.");
   PmixHostServer server(tmpdir.path());
   // PMIx's threads run from here on: every way out below is bounded in time, and leaves with
@@ -189,7 +200,8 @@ LaunchResult launch(const LaunchOptions& options) {
   std::optional<RegisteredJob> job;
   JobOutcome outcome;
   try {
-    outcome = run_job(options, *program, server, stall_watch ? &*stall_watch : nullptr, job);
+    outcome = run_job(options, *program, server, stall_watch ? &*stall_watch : nullptr, job,
+                      rank_overrides);
   } catch (const std::exception& error) {
     std::fprintf(stderr, "riseml-launch: %s\n", error.what());
   }

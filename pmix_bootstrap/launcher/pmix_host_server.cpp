@@ -3,12 +3,9 @@
 #include <pmix_server.h>
 #include <signal.h>
 
-#include <cstdlib>
 #include <initializer_list>
 #include <mutex>
-#include <optional>
 #include <stdexcept>
-#include <string>
 #include <utility>
 
 #include "pmix_info_list.hpp"
@@ -24,9 +21,10 @@ std::vector<AbortRequest> pending_aborts;
 bool server_exists = false;
 
 // PMIx completes a fence whose ranks all live on this server by itself and calls this only for
-// fences spanning several servers, so under riseml-launch it never runs. Were it called, all
-// participants would be ours, and the data PMIx hands us already is the complete collection:
-// give it straight back. PMIx owns `data` (it must not be freed here) and its callback
+// fences spanning several servers, which riseml-launch never has, or once it lost count of the
+// local processes (a client left without PMIx_Finalize: see lost_client_recount.hpp). All
+// participants are ours, and the data PMIx hands us is what it collected: give it straight
+// back. PMIx owns `data` (it must not be freed here) and its callback
 // thread-shifts, so calling it from within this upcall is allowed and does not block.
 pmix_status_t fence_nb(const pmix_proc_t[], size_t, const pmix_info_t[], size_t, char* data,
                        size_t ndata, pmix_modex_cbfunc_t cbfunc, void* cbdata) {
@@ -67,19 +65,7 @@ PmixHostServer::PmixHostServer(const std::string& tmpdir) {
     sigaddset(&launcher_signals, signal_number);
   }
   pthread_sigmask(SIG_BLOCK, &launcher_signals, &original_mask);
-  // PMIx holds events back for a second by default, to merge the cascade of a crash; a lost
-  // client must reach LostClientRecount before the rank's next forked child fences. Read once,
-  // at init; the ranks get the environment as it was.
-  const char* caching_window_variable = "PMIX_MCA_pmix_event_caching_window";
-  const char* users_window = std::getenv(caching_window_variable);
-  std::optional<std::string> saved_window;
-  if (users_window != nullptr) saved_window = users_window;
-  setenv(caching_window_variable, "0", 1);
   pmix_status_t status = PMIx_server_init(&module, settings.data(), settings.size());
-  if (saved_window)
-    setenv(caching_window_variable, saved_window->c_str(), 1);
-  else
-    unsetenv(caching_window_variable);
   pthread_sigmask(SIG_SETMASK, &original_mask, nullptr);
   if (status != PMIX_SUCCESS) {
     throw std::runtime_error("PMIx_server_init failed: " + pmix::describe_status(status));

@@ -139,9 +139,12 @@ RegisteredJob::~RegisteredJob() {
   done.wait_for(std::chrono::seconds(10));
 }
 
-EnvironmentBlock RegisteredJob::environment_for(int rank) const {
-  EnvironmentBlock environment = EnvironmentBlock::inherited_without_pmix_client_variables(
-      horovod_rank_variables(rank, layout_.ranks));
+EnvironmentBlock RegisteredJob::environment_for(int rank,
+                                                const std::vector<std::string>& overrides) const {
+  std::vector<std::string> variables = horovod_rank_variables(rank, layout_.ranks);
+  variables.insert(variables.end(), overrides.begin(), overrides.end());
+  EnvironmentBlock environment =
+      EnvironmentBlock::inherited_without_pmix_client_variables(variables);
   pmix_proc_t proc = proc_of(layout_.nspace, rank);
   pmix_status_t status = PMIx_server_setup_fork(&proc, environment.address());
   check(status, "PMIx_server_setup_fork for rank " + std::to_string(rank));

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "environment_block.hpp"
 
@@ -32,7 +33,8 @@ class RegisteredJob {
   // What rank `rank` is exec'd with: the launcher's environment minus inherited PMIx client
   // variables, with Horovod's rank variables (rank_environment.hpp) set for this rank, plus
   // what PMIx_server_setup_fork adds to find this server.
-  EnvironmentBlock environment_for(int rank) const;
+  // `overrides` ("NAME=value") replace what the launcher's environment has.
+  EnvironmentBlock environment_for(int rank, const std::vector<std::string>& overrides = {}) const;
 
  private:
   JobLayout layout_;

@@ -12,19 +12,29 @@ namespace {
 
 TEST(LostClientRecount, AliveProcessGetsTheCountBack) {
   int count = 4;
-  EXPECT_EQ(LostClientRecount::count_to_restore(count, true), 4);
+  EXPECT_EQ(LostClientRecount::count_after_loss(count, true), 4);
   EXPECT_EQ(count, 4);
 }
 
 TEST(LostClientRecount, DeadProcessLeavesPmixsLowerCount) {
   int count = 4;
-  EXPECT_EQ(LostClientRecount::count_to_restore(count, false), -1);
+  EXPECT_EQ(LostClientRecount::count_after_loss(count, false), 3);
   EXPECT_EQ(count, 3);
-  // A later child of a live rank then gets PMIx's count as it now is.
-  EXPECT_EQ(LostClientRecount::count_to_restore(count, true), 3);
   int none = 0;
-  EXPECT_EQ(LostClientRecount::count_to_restore(none, false), -1);
-  EXPECT_EQ(none, 0);
+  EXPECT_EQ(LostClientRecount::count_after_loss(none, false), 0);
+}
+
+TEST(LostClientRecount, LossesOfLiveAndDeadRanksInEitherOrderEndAtTheRightCount) {
+  // PMIx lowers its count at every loss; what is given back after the last loss is what counts.
+  for (bool live_first : {true, false}) {
+    int count = 4;
+    int pmix = 4;
+    for (bool alive : {live_first, !live_first}) {
+      --pmix;
+      pmix = LostClientRecount::count_after_loss(count, alive);
+    }
+    EXPECT_EQ(pmix, 3) << "live first: " << live_first;
+  }
 }
 
 TEST(LostClientRecount, ProcessAliveTellsRunningFromEndedAndReaped) {

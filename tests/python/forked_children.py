@@ -19,7 +19,9 @@ def work(turn):
     summed = hvd.allreduce(torch.full((5,), float(rank + turn)), op=hvd.Sum, name=f"sum.{turn}")
     expected = float(sum(range(size)) + size * turn)
     assert summed.tolist() == [expected] * 5, (turn, summed)
-    sent = torch.arange(3, dtype=torch.int64) + 100 * turn if rank == 0 else torch.zeros(3, dtype=torch.int64)
+    sent = torch.arange(3, dtype=torch.int64) + 100 * turn
+    if rank != 0:
+        sent = torch.zeros(3, dtype=torch.int64)
     got = hvd.broadcast(sent, root_rank=0, name=f"bcast.{turn}")
     assert got.tolist() == [100 * turn, 100 * turn + 1, 100 * turn + 2], (turn, got)
 
