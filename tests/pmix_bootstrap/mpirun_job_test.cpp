@@ -50,19 +50,5 @@ TEST(MpirunJob, RendezvousInterfaceWorksAcrossRanks) {
   }
 }
 
-TEST(MpirunJob, ForkedChildrenOfRanksJoinOneAfterAnother) {
-  // The turns of forked children (pytest --forked) hold under Open MPI's PMIx server too.
-  SKIP_WITHOUT_MPIRUN();
-  ScratchTmpdir tmpdir;
-  ProcessResult result = run_process({"mpirun", "--allow-run-as-root", "--oversubscribe", "-np",
-                                      "3", kForkedChildrenHelperProgram, "6"},
-                                     {{"TMPDIR", tmpdir.path()}}, seconds(60));
-  EXPECT_EQ(result.exit_code, 0) << result.err;
-  for (const char* line :
-       {"forked rank=0 child=5 ok", "forked rank=2 child=5 ok", "forked rank=1 parent ok"}) {
-    EXPECT_NE(result.out.find(line), std::string::npos) << line << " in:\n" << result.out;
-  }
-}
-
 }  // namespace
 }  // namespace riseml::testing
