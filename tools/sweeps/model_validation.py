@@ -4,7 +4,7 @@
 path, a plot) of measured and predicted step times.
 
     /usr/bin/python3 tools/sweeps/model_validation.py OUT_DIR [PLOT.png] [--riseml PATH]
-        [--workloads DIR] [--limit 10] [--spread-quantiles LOW HIGH]
+        [--workloads DIR] [--limit 10] [--spread-quantiles LOW HIGH] [--bandwidth-from-check]
 
 Two predictions per cell: with the fit taken on the same nodes (the calibration the model is
 meant to get), and with the 2-node fit of the same rate (what a fit on fewer nodes carries over).
@@ -13,8 +13,12 @@ its rounds, and every round is listed; with a fit that has link_spread, the rang
 prints and whether every round fell inside it. --workloads DIR: the sweep's folder of
 .workload files. --spread-quantiles LOW HIGH: the range from other quantiles of the fit's bursts
 (each fit's log, fit-RATE-NN.log, lists every burst's factor; nearest rank, as riseml-bench
---fit takes them), to set a grid measured with one choice beside another. Exit status 1 when a
-same-nodes prediction misses by more than --limit %."""
+--fit takes them), to set a grid measured with one choice beside another. --bandwidth-from-check:
+the link's bandwidth from the fit's own check (the ring allreduce of 16 and 64 MiB over the
+hosts, in its log) instead of the allgather's blocks: the beta that makes the model's ring (with
+the fit's latency and reduce rate) match those two, least squares on relative error; the spread
+is left as the fit measured it. Exit status 1 when a same-nodes prediction misses by more than
+--limit %."""
 import argparse
 import os
 import re
@@ -54,6 +58,47 @@ def with_quantiles(fit, low, high, into):
     return path
 
 
+def rate_bytes_per_s(text):
+    m = re.match(r"([\d.]+)\s*(GB/s|MB/s|gbyte|mbyte)", text)
+    if not m:
+        raise SystemExit(f"model_validation: cannot read the rate '{text}'")
+    return float(m.group(1)) * (1e9 if m.group(2) in ("GB/s", "gbyte") else 1e6)
+
+
+def check_bandwidth(fit_text, log_text, sizes=(16 << 20, 64 << 20)):
+    """The nodes_link bandwidth (bytes/s) at which the model's plain ring, 2(p-1) steps of
+    alpha + S/p beta plus (p-1)/p S gamma, matches the fit's ring allreduce check at `sizes`."""
+    alpha = float(re.search(r"nodes_link: \{bandwidth: [^,]+, latency: ([\d.]+)us\}", fit_text).group(1)) * 1e-6
+    gamma = 1 / rate_bytes_per_s(re.search(r"reduce_bandwidth: (\S+)", fit_text).group(1))
+    m = re.search(r"# check: ring allreduce over the (\d+) hosts.*?\n.*?\n((?:\s*\d+\s+[\d.]+.*\n)+)", log_text)
+    if not m:
+        raise SystemExit("model_validation: the fit's log has no ring allreduce check")
+    p = int(m.group(1))
+    measured = {int(line.split()[0]): float(line.split()[1]) * 1e-3 for line in m.group(2).splitlines()}
+    num = den = 0.0
+    for size in sizes:
+        t = measured[size]
+        fixed, per_beta = 2 * (p - 1) * alpha + (p - 1) / p * size * gamma, 2 * (p - 1) * size / p
+        num += (per_beta / t) * (t - fixed) / t
+        den += (per_beta / t) ** 2
+    return den / num
+
+
+def with_check_bandwidth(fit, log, into):
+    """A copy of the fit in `into` whose nodes_link bandwidth is its ring check's (check_bandwidth,
+    from the fit's log)."""
+    with open(fit, encoding="utf-8") as f:
+        text = f.read()
+    with open(log, encoding="utf-8") as f:
+        log = f.read()
+    bandwidth = check_bandwidth(text, log)
+    text = re.sub(r"(nodes_link: \{bandwidth: )[^,]+", lambda m: f"{m.group(1)}{bandwidth / 1e9:.4f}GB/s", text, count=1)
+    path = os.path.join(into, os.path.basename(fit))
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+    return path
+
+
 def predict(riseml, fit, model, nodes, fp16, workloads=None):
     if workloads and os.path.exists(os.path.join(workloads, model + ".workload")):
         model = os.path.join(workloads, model + ".workload")
@@ -76,11 +121,23 @@ def main():
     ap.add_argument("--workloads")
     ap.add_argument("--limit", type=float, default=10.0)
     ap.add_argument("--spread-quantiles", nargs=2, type=float, metavar=("LOW", "HIGH"))
+    ap.add_argument("--bandwidth-from-check", action="store_true")
     a = ap.parse_args()
     if a.spread_quantiles and not 0 <= a.spread_quantiles[0] <= a.spread_quantiles[1] <= 1:
         raise SystemExit("model_validation: --spread-quantiles needs 0 <= LOW <= HIGH <= 1")
-    requantiled = tempfile.TemporaryDirectory()
-    requantiled_fits = {}  # fit -> its copy with the quantiles, written once
+    rewritten = tempfile.TemporaryDirectory()
+    rewritten_fits = {}  # fit -> its copy with the quantiles or the check's bandwidth, written once
+
+    def rewrite(fit):
+        if fit not in rewritten_fits:
+            path = fit
+            if a.spread_quantiles:
+                path = with_quantiles(path, *a.spread_quantiles, rewritten.name)
+            if a.bandwidth_from_check:
+                path = with_check_bandwidth(path, fit[:-len(".yml")] + ".log", rewritten.name)
+            rewritten_fits[fit] = path
+        return rewritten_fits[fit]
+
     runs = {}  # (rate, nodes, variant, model) -> [(step, compute, eff)], in the order run
     with open(os.path.join(a.out_dir, "replay.txt"), encoding="utf-8") as f:
         for line in f:
@@ -98,10 +155,9 @@ def main():
         eff = statistics.median(g[2] for g in got)
         same = os.path.join(a.out_dir, f"fit-{rate}-N{nodes}.yml")
         two = os.path.join(a.out_dir, f"fit-{rate}-N2.yml")
-        if a.spread_quantiles:
-            if same not in requantiled_fits:
-                requantiled_fits[same] = with_quantiles(same, *a.spread_quantiles, requantiled.name)
-            same = requantiled_fits[same]
+        if a.spread_quantiles or a.bandwidth_from_check:
+            same = rewrite(same)
+            two = rewrite(two) if os.path.exists(two) else two
         p_same, e_same, rng = predict(a.riseml, same, model, nodes, fp16, a.workloads)
         p_two, e_two, _ = (predict(a.riseml, two, model, nodes, fp16, a.workloads) if os.path.exists(two)
                            else (float("nan"), float("nan"), None))
