@@ -45,6 +45,15 @@ class CheckBandwidth(unittest.TestCase):
         with self.assertRaises(SystemExit):
             model_validation.check_bandwidth(FIT, "# between nodes: latency 20.0 us\n")
 
+    def test_a_fit_without_a_link_is_refused(self):
+        with self.assertRaises(SystemExit):
+            model_validation.check_bandwidth("network:\n  reduce_bandwidth: 10GB/s\n", log_with_check(2, 300e6))
+
+    def test_a_latency_in_milliseconds_is_read_as_such(self):
+        fit = FIT.replace("latency: 20.0us", "latency: 0.02ms")
+        got = model_validation.check_bandwidth(fit, log_with_check(4, 300e6))
+        self.assertAlmostEqual(got / 300e6, 1.0, delta=2e-4)
+
     def test_the_rewritten_fit_carries_it_and_nothing_else_changes(self):
         with tempfile.TemporaryDirectory() as d:
             fit, log, into = os.path.join(d, "fit-2.5gbit-N4.yml"), os.path.join(d, "fit-2.5gbit-N4.log"), \

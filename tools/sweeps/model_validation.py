@@ -68,8 +68,12 @@ def rate_bytes_per_s(text):
 def check_bandwidth(fit_text, log_text, sizes=(16 << 20, 64 << 20)):
     """The nodes_link bandwidth (bytes/s) at which the model's plain ring, 2(p-1) steps of
     alpha + S/p beta plus (p-1)/p S gamma, matches the fit's ring allreduce check at `sizes`."""
-    alpha = float(re.search(r"nodes_link: \{bandwidth: [^,]+, latency: ([\d.]+)us\}", fit_text).group(1)) * 1e-6
-    gamma = 1 / rate_bytes_per_s(re.search(r"reduce_bandwidth: (\S+)", fit_text).group(1))
+    link = re.search(r"nodes_link: \{bandwidth: [^,]+, latency: ([\d.]+)(ns|us|ms)\}", fit_text)
+    reduce = re.search(r"reduce_bandwidth: (\S+)", fit_text)
+    if not link or not reduce:
+        raise SystemExit("model_validation: the fit has no nodes_link or reduce_bandwidth as riseml-bench --fit writes them")
+    alpha = float(link.group(1)) * {"ns": 1e-9, "us": 1e-6, "ms": 1e-3}[link.group(2)]
+    gamma = 1 / rate_bytes_per_s(reduce.group(1))
     m = re.search(r"# check: ring allreduce over the (\d+) hosts.*?\n.*?\n((?:\s*\d+\s+[\d.]+.*\n)+)", log_text)
     if not m:
         raise SystemExit("model_validation: the fit's log has no ring allreduce check")
@@ -77,6 +81,8 @@ def check_bandwidth(fit_text, log_text, sizes=(16 << 20, 64 << 20)):
     measured = {int(line.split()[0]): float(line.split()[1]) * 1e-3 for line in m.group(2).splitlines()}
     num = den = 0.0
     for size in sizes:
+        if size not in measured:
+            raise SystemExit(f"model_validation: the fit's ring allreduce check has no row of {size} bytes")
         t = measured[size]
         fixed, per_beta = 2 * (p - 1) * alpha + (p - 1) / p * size * gamma, 2 * (p - 1) * size / p
         num += (per_beta / t) * (t - fixed) / t
