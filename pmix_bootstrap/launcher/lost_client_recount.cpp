@@ -7,11 +7,12 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
-#include <fstream>
-#include <iterator>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
+
+#include <riseml/common/small_file.hpp>
 
 #include "pmix_info_list.hpp"
 #include "pmix_status_text.hpp"
@@ -35,19 +36,27 @@ void on_lost_connection(std::size_t, pmix_status_t, const pmix_proc_t* source, p
                         std::size_t ninfo, pmix_info_t[], std::size_t,
                         pmix_event_notification_cbfunc_fn_t cbfunc, void* cbdata) {
   std::unique_lock lock(active_mutex);
-  if (LostClientRecount* recount = active) {
-    std::vector<pmix_rank_t> ranks;
-    auto note = [&](const pmix_proc_t& proc) {
-      if (PMIX_CHECK_NSPACE(proc.nspace, recount->nspace().c_str()) && proc.rank < PMIX_RANK_VALID)
-        ranks.push_back(proc.rank);
-    };
-    if (source != nullptr) note(*source);
-    for (std::size_t i = 0; i < ninfo; ++i) {
-      if (PMIX_CHECK_KEY(&info[i], PMIX_PROCID) && info[i].value.type == PMIX_PROC &&
-          info[i].value.data.proc != nullptr)
-        note(*info[i].value.data.proc);
+  // Nothing may leave this function into PMIx's C thread: a failure here costs the count, not
+  // the launcher.
+  try {
+    if (LostClientRecount* recount = active) {
+      std::vector<pmix_rank_t> ranks;
+      auto note = [&](const pmix_proc_t& proc) {
+        if (PMIX_CHECK_NSPACE(proc.nspace, recount->nspace().c_str()) && proc.rank < PMIX_RANK_VALID)
+          ranks.push_back(proc.rank);
+      };
+      if (source != nullptr) note(*source);
+      for (std::size_t i = 0; i < ninfo; ++i) {
+        if (PMIX_CHECK_KEY(&info[i], PMIX_PROCID) && info[i].value.type == PMIX_PROC &&
+            info[i].value.data.proc != nullptr)
+          note(*info[i].value.data.proc);
+      }
+      for (pmix_rank_t rank : ranks) recount->lost(static_cast<int>(rank));
     }
-    for (pmix_rank_t rank : ranks) recount->lost(static_cast<int>(rank));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "riseml-launch: a lost PMIx connection was not counted: %s\n", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "riseml-launch: a lost PMIx connection was not counted\n");
   }
   lock.unlock();
   if (cbfunc != nullptr) cbfunc(PMIX_SUCCESS, nullptr, 0, nullptr, nullptr, cbdata);
@@ -151,13 +160,14 @@ bool LostClientRecount::process_alive(pid_t pid) {
   if (waitid(P_PID, static_cast<id_t>(pid), &ended, WEXITED | WNOHANG | WNOWAIT) != 0)
     return false;  // gone (reaped already) or not ours
   if (ended.si_pid != 0) return false;
-  std::ifstream stat_file("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(stat_file)), std::istreambuf_iterator<char>());
+  // Read without exceptions: a process exiting now makes the read fail (ESRCH).
+  const std::optional<std::string> stat = read_small_file("/proc/" + std::to_string(pid) + "/stat");
+  if (!stat) return false;
   // pid (comm) state ppid pgrp session tty_nr tpgid flags: the name may hold anything, so
   // read from its last ')'.
-  std::size_t name_end = stat.rfind(')');
+  std::size_t name_end = stat->rfind(')');
   if (name_end == std::string::npos) return false;
-  std::istringstream fields(stat.substr(name_end + 1));
+  std::istringstream fields(stat->substr(name_end + 1));
   std::string state;
   long ppid = 0, pgrp = 0, session = 0, tty = 0, tpgid = 0;
   unsigned long flags = 0;

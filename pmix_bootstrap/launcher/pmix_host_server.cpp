@@ -3,6 +3,8 @@
 #include <pmix_server.h>
 #include <signal.h>
 
+#include <cstdio>
+#include <exception>
 #include <initializer_list>
 #include <mutex>
 #include <stdexcept>
@@ -35,10 +37,13 @@ pmix_status_t fence_nb(const pmix_proc_t[], size_t, const pmix_info_t[], size_t,
 // Runs on PMIx's thread: record the request and let the supervisor act on it.
 pmix_status_t abort_job(const pmix_proc_t* proc, void*, int status, const char message[],
                         pmix_proc_t[], size_t, pmix_op_cbfunc_t cbfunc, void* cbdata) {
-  {
+  try {  // nothing may leave into PMIx's C thread
     std::lock_guard lock(abort_mutex);
     pending_aborts.push_back(
         {static_cast<int>(proc->rank), status, message != nullptr ? message : ""});
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "riseml-launch: the abort of rank %u could not be recorded: %s\n",
+                 static_cast<unsigned>(proc->rank), e.what());
   }
   WakePipe::wake();
   if (cbfunc != nullptr) cbfunc(PMIX_SUCCESS, cbdata);

@@ -6,10 +6,11 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <riseml/common/small_file.hpp>
 #include <sstream>
 #include <thread>
 
@@ -24,7 +25,9 @@ using nlohmann::json;
 
 std::map<std::string, std::string> environment_of(const std::string& pid) {
   std::map<std::string, std::string> env;
-  std::ifstream in("/proc/" + pid + "/environ", std::ios::binary);
+  const std::optional<std::string> all = read_small_file("/proc/" + pid + "/environ");
+  if (!all) return env;  // gone, or not ours to read
+  std::istringstream in(*all);
   std::string entry;
   while (std::getline(in, entry, '\0')) {
     auto eq = entry.find('=');
@@ -37,11 +40,12 @@ std::map<std::string, std::string> environment_of(const std::string& pid) {
 
 // utime + stime in clock ticks, and the resident set in bytes.
 bool usage_of(const std::string& pid, long long& ticks, long long& rss) {
-  std::ifstream stat("/proc/" + pid + "/stat");
-  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-  auto close_paren = text.rfind(')');  // the command name may hold spaces and parentheses
-  if (close_paren == std::string::npos) return false;
-  std::istringstream fields(text.substr(close_paren + 2));
+  // Read without exceptions: a rank exiting now makes the read fail (ESRCH).
+  const std::optional<std::string> text = read_small_file("/proc/" + pid + "/stat");
+  if (!text) return false;
+  auto close_paren = text->rfind(')');  // the command name may hold spaces and parentheses
+  if (close_paren == std::string::npos || close_paren + 2 > text->size()) return false;
+  std::istringstream fields(text->substr(close_paren + 2));
   std::string f;
   long long utime = 0, stime = 0;
   for (int i = 3; i <= 15 && fields >> f; ++i) {
@@ -49,7 +53,9 @@ bool usage_of(const std::string& pid, long long& ticks, long long& rss) {
     if (i == 15) stime = std::atoll(f.c_str());
   }
   ticks = utime + stime;
-  std::ifstream statm("/proc/" + pid + "/statm");
+  const std::optional<std::string> memory = read_small_file("/proc/" + pid + "/statm");
+  if (!memory) return false;
+  std::istringstream statm(*memory);
   long long size = 0, resident = 0;
   statm >> size >> resident;
   rss = resident * sysconf(_SC_PAGESIZE);
