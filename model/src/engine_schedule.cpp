@@ -193,7 +193,7 @@ Prediction simulate_step(const StepProfile& profile, const Cluster& c, const Eng
 }
 
 Bound bounding_resource(const Prediction& p) {
-  if (p.step_s <= p.backward_end_s + 1e-12) return Bound::compute;
+  if (p.step_s - p.backward_end_s <= kHiddenBelowShare * p.step_s + 1e-12) return Bound::compute;
   const std::pair<double, Bound> parts[] = {{p.wire.bandwidth_s, Bound::link_bandwidth},
                                             {p.wire.latency_s + p.negotiation_s + p.cycle_overhead_s, Bound::latency},
                                             {p.wire.reduce_s, Bound::reduction},
@@ -205,7 +205,7 @@ Bound bounding_resource(const Prediction& p) {
 
 std::string_view to_string(Bound b) {
   switch (b) {
-    case Bound::compute: return "compute (the backward pass ends last: communication is hidden)";
+    case Bound::compute: return "compute (the backward pass ends last, or within 1% of the step: communication is hidden)";
     case Bound::link_bandwidth: return "the link between nodes (bandwidth)";
     case Bound::latency: return "latency (per-message alpha, negotiation and the engine's cycles)";
     case Bound::reduction: return "reduction (memory bandwidth of the ranks' adds)";

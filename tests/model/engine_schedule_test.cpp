@@ -50,6 +50,23 @@ TEST(EngineSchedule, CommunicationHiddenBehindTheBackwardPassCostsNothing) {
   EXPECT_EQ(bounding_resource(p), Bound::compute);
 }
 
+TEST(EngineSchedule, AStepThatEndsWithinOnePercentOfTheBackwardPassIsBoundByCompute) {
+  // 1 s of backward pass, both 4 MB gradients ready at its end: 8 ms exposed on the 1 GB/s
+  // link, 0.8% of the step: compute bounds it (the last gradients' own collectives can never be
+  // hidden). At 100 MB/s they take 80 ms, 7.3%: the link.
+  StepProfile long_compute = two_tensors(0);
+  long_compute.tensors[0].compute_before_s = 1.0;
+  const Prediction p = simulate_step(long_compute, two_nodes(), EngineSettings{});
+  EXPECT_GT(p.step_s, p.backward_end_s);
+  EXPECT_LT(p.step_s - p.backward_end_s, 0.01 * p.step_s);
+  EXPECT_EQ(bounding_resource(p), Bound::compute);
+  Cluster slow = two_nodes();
+  slow.inter.bandwidth_Bps = 1e8;
+  const Prediction q = simulate_step(long_compute, slow, EngineSettings{});
+  EXPECT_GT(q.step_s - q.backward_end_s, 0.01 * q.step_s);
+  EXPECT_EQ(bounding_resource(q), Bound::link_bandwidth);
+}
+
 TEST(EngineSchedule, TheIdleEngineStartsACycleWhenAGradientArrives) {
   // a, b and c all ready at 15 ms; alpha 1 ms, so a cycle's negotiation is 2 ms and a ring 2 ms
   // plus 4 ms a tensor. riseml's engine wakes for a: 15 + 2 + 6 = 23 ms; b and c, handed over

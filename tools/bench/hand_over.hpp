@@ -23,7 +23,8 @@ struct HandedGradient {
 };
 
 // Hands `gradients` over in order, each once `at` (advanced by its compute) is reached; `at`
-// ends after the last one's compute. engine == nullptr: the compute alone (no handles).
+// ends after the last one's compute. engine == nullptr: the compute alone (no handles). Sets
+// the calling thread's timer slack to 1 ns, so its later sleeps end on time too.
 std::vector<engine::Handle> hand_over(engine::Engine* engine, std::span<const HandedGradient> gradients,
                                       DataType type, std::chrono::steady_clock::time_point& at);
 

@@ -282,7 +282,11 @@ int estimate(const EstimateOptions& o) {
   } else {
     std::printf("  range: none (the network file has no spread: riseml-bench --fit measures it)\n");
   }
-  std::printf("  bounded by %s\n", std::string(m::to_string(m::bounding_resource(p))).c_str());
+  const m::Bound bound = m::bounding_resource(p);
+  std::printf("  bounded by %s\n", std::string(m::to_string(bound)).c_str());
+  if (bound == m::Bound::compute && p.step_s > p.backward_end_s + 5e-5)
+    std::printf("    (the engine ends %.1f ms after the backward pass: the last gradients' own collectives)\n",
+                (p.step_s - p.backward_end_s) * 1e3);
   if (p.compute_slowed_s > 0)
     std::printf("  compute slowed by collectives: %.1f ms longer than alone\n", p.compute_slowed_s * 1e3);
   if (o.schedule) {
