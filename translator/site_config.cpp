@@ -27,7 +27,11 @@ std::optional<FrameworkEnvironment> parse_environment(YamlReader& r, const YAML:
 }
 
 // A rate ("25gbit") or a duration ("5us") through the model's unit parsers, reported in the
-// translator's style when it is not one.
+// translator's style when it is not one. Values no machine has (a link of 1e-300 GB/s, a cycle
+// of 1e308 us) are refused too: the model would print steps hundreds of digits long.
+constexpr double kLowestRate = 1e3, kHighestRate = 1e14;  // 1 kbyte/s .. 100 tbyte/s
+constexpr double kLongestDuration = 10;                    // seconds: a latency or a cycle
+
 std::optional<double> read_unit(YamlReader& r, const YAML::Node& node, const std::string& path, bool rate) {
   auto text = r.string(node, path);
   if (!text) return std::nullopt;
@@ -37,6 +41,12 @@ std::optional<double> read_unit(YamlReader& r, const YAML::Node& node, const std
             rate ? "'" + *text + "' is not a rate: write bits or bytes a second with a unit, e.g. 25gbit, "
                                  "100gbit, 3.1gbyte (a plain number is bytes a second)"
                  : "'" + *text + "' is not a duration: write it with a unit, e.g. 5us, 1.5us, 0.2ms");
+  } else if (rate && (*v < kLowestRate || *v > kHighestRate)) {
+    r.error(node, path, "'" + *text + "' is out of range: a rate from 1kbyte to 100tbyte a second, e.g. 25gbit");
+    return std::nullopt;
+  } else if (!rate && *v > kLongestDuration) {
+    r.error(node, path, "'" + *text + "' is out of range: a duration of at most 10s, e.g. 5us, 0.2ms");
+    return std::nullopt;
   }
   return v;
 }

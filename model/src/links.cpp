@@ -34,7 +34,8 @@ std::optional<double> parse_rate(const std::string& text) {
   if (u.size() > 3 && u.substr(u.size() - 3) == "bps") u = u.substr(0, u.size() - 3) + "bit";  // gbps: bits
   double f = 0;
   if (u.empty() || u == "b" || u == "byte" || u == "bytes") f = 1;
-  else if (u == "kbit" || u == "kb") f = u == "kbit" ? 1e3 / 8 : 1e3;
+  else if (u == "kbit") f = 1e3 / 8;
+  else if (u == "kb" || u == "kbyte") f = 1e3;
   else if (u == "mbit") f = 1e6 / 8;
   else if (u == "gbit" || u == "g") f = 1e9 / 8;
   else if (u == "tbit") f = 1e12 / 8;

@@ -15,6 +15,7 @@ TEST(Units, Rates) {
   EXPECT_DOUBLE_EQ(*parse_rate("3.1GB/s"), 3.1e9);
   EXPECT_DOUBLE_EQ(*parse_rate("10gbyte"), 10e9);
   EXPECT_DOUBLE_EQ(*parse_rate("1000"), 1000);
+  EXPECT_DOUBLE_EQ(*parse_rate("2kbyte"), 2000);
   EXPECT_FALSE(parse_rate("fast"));
   EXPECT_FALSE(parse_rate("0gbit"));
   EXPECT_FALSE(parse_rate("25 furlongs"));

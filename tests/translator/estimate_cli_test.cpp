@@ -110,6 +110,25 @@ TEST(EstimateCli, BrokenNetworkSectionIsReportedWithLines) {
   EXPECT_TRUE(contains(r.err, "bad-network.yml:5:21: error: network.overlap_slowdown: must be below 1")) << r.err;
 }
 
+TEST(EstimateCli, RatesAndDurationsNoMachineHasAreRefusedWithLines) {
+  // Parsed, finite and positive, but a step from them would be hundreds of digits long.
+  REQUIRE_CLI();
+  const CommandResult r = run_command({cli_path(), "estimate", "horovod-32x4.yml", "--site", "absurd-network.yml",
+                                       "--workload", "resnet101"},
+                                      here());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_TRUE(contains(r.err, "absurd-network.yml:2:27: error: network.nodes_link.bandwidth: '1e-300GB/s' is out "
+                              "of range: a rate from 1kbyte to 100tbyte a second"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err, "network.nodes_link.latency: '1e308us' is out of range: a duration of at most 10s"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err, "absurd-network.yml:3:27: error: network.intra_node.bandwidth: '1e300gbyte' is out"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err, "absurd-network.yml:4:21: error: network.reduce_bandwidth: '0.5kbyte' is out")) << r.err;
+  EXPECT_TRUE(contains(r.err, "absurd-network.yml:5:19: error: network.cycle_overhead: '11s' is out")) << r.err;
+}
+
 TEST(EstimateCli, LinkSpreadOutOfRangeIsReportedWithLines) {
   REQUIRE_CLI();
   const CommandResult r = run_command({cli_path(), "estimate", "--site", "bad-spread.yml", "--workload", "resnet50",
