@@ -606,6 +606,24 @@ TEST(MappingSlurm, TimeInSexagesimalFormStaysText) {
   EXPECT_TRUE(has(r.options, "--time=1:30")) << r.script;
 }
 
+TEST(MappingSlurm, SignalsSbatchTakesAreWrittenAndTheOthersRefused) {
+  // As sbatch 22.05 on the testbed took them (--test-only) or refused them.
+  for (const char* spec : {"usr1@60", "SIGTERM", "R:USR2@0", "BR:xcpu@65535", "10@300", "65535"}) {
+    auto r = translate_train("  resources: {cpus: 1}\n  run: x\n", std::string("slurm: {signal: '") + spec + "'}\n");
+    EXPECT_TRUE(has(r.options, std::string("--signal=") + spec)) << spec << "\n" << r.script;
+  }
+  for (const char* spec : {"PIPE@60", "USR1@65536", "0@60", "65536", "USR99", "SIG", "R:B:USR1", "USR1@-1", "@60",
+                           "X:USR1", "USR1@"}) {
+    Translation t = translate_text(std::string("project: p\ntrain:\n  run: x\nslurm: {signal: '") + spec + "'}\n",
+                                   "riseml.yml", SiteConfig{});
+    EXPECT_FALSE(t.script.has_value()) << spec;
+    EXPECT_NE(t.diagnostics.format().find("riseml.yml:4:17: error: slurm.signal: '" + std::string(spec) +
+                                          "' is not a Slurm signal spec"),
+              std::string::npos)
+        << spec << "\n" << t.diagnostics.format();
+  }
+}
+
 // ---- what the script exports
 
 TEST(MappingExports, ProjectExperimentAndOutputDir) {
