@@ -77,6 +77,25 @@ bool valid_signal(const std::string& s) {
   return kNames.count(name) > 0;
 }
 
+// sbatch's --dependency: items joined by ',' (all) or '?' (any), each `singleton` or
+// TYPE:JOB[:JOB...], a JOB an id with an optional array index (_3, _[1-5]) and, for `after`,
+// +MINUTES. slurmctld refuses the others only at submission ("Job dependency problem", no line).
+bool valid_dependency(const std::string& d) {
+  static const std::regex item(
+      "singleton|(after|afterany|afterburstbuffer|aftercorr|afternotok|afterok|expand)"
+      "(:[0-9]{1,12}(_([0-9]{1,9}|\\[[0-9,-]{1,40}\\]))?(\\+[0-9]{1,9})?)+",
+      std::regex::icase);
+  if (d.size() > 1024) return false;
+  std::size_t from = 0;
+  for (;;) {
+    const std::size_t end = d.find_first_of(",?", from);
+    const std::string part = d.substr(from, end == std::string::npos ? std::string::npos : end - from);
+    if (part.size() > 256 || !std::regex_match(part, item)) return false;  // bounded: regex recurses
+    if (end == std::string::npos) return true;
+    from = end + 1;
+  }
+}
+
 // A value for an #SBATCH line. The reader already refused control characters, so it is one
 // line and cannot end the #SBATCH comment.
 void text(YamlReader& r, const YAML::Node& map, const std::string& map_path,
@@ -165,6 +184,14 @@ void parse_slurm_section(YamlReader& r, const YAML::Node& node, SlurmSection& sl
                   " values are plain words");
       field.reset();
     }
+  }
+  if (slurm.dependency && !valid_dependency(*slurm.dependency)) {
+    r.error(node["dependency"], "slurm.dependency",
+            "'" + *slurm.dependency + "' is not a Slurm dependency: write TYPE:JOBID[:JOBID...], "
+            "TYPE one of after, afterany, afterok, afternotok, aftercorr, afterburstbuffer, expand "
+            "(after:JOBID+MINUTES), or singleton; several joined by ',' (all) or '?' (any), "
+            "e.g. dependency: afterok:1234");
+    slurm.dependency.reset();
   }
   if (auto t = node["time"]) {
     auto s = r.string(t, "slurm.time");
