@@ -28,6 +28,18 @@ std::string seconds(double value) {
   return ec == std::errc() ? std::string(buf, end) : std::to_string(value);
 }
 
+// One argument of sbatch's #SBATCH parser: as it is when it has no blank, quote, backslash or
+// '#'; else in double quotes with '"' and '\' after a backslash (what the parser undoes).
+std::string sbatch_argument(const std::string& value) {
+  if (value.find_first_of(" \t\"'\\#") == std::string::npos) return value;
+  std::string out = "\"";
+  for (char c : value) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + '"';
+}
+
 class ScriptWriter {
  public:
   explicit ScriptWriter(const ScriptInputs& in) : in_(in), train_(in.job.train) {}
@@ -121,6 +133,20 @@ class ScriptWriter {
   // a comment or an #SBATCH line and starting a command.
   void comment(const std::string& text) { out_ << "# " << printable(text) << '\n'; }
   void option(const std::string& text) { out_ << "#SBATCH " << printable(text) << '\n'; }
+  // An option with a value from the user's or the site's files, as one argument of sbatch's
+  // directive parser: it splits #SBATCH lines at blanks and ends them at '#', so "logs x.out"
+  // would be two arguments and `error: "x --time=1"` a second option (it set the time limit:
+  // sbatch 22.05 on the testbed). Such a value goes in double quotes, '"' and '\' escaped.
+  void option(const std::string& flag, const std::string& value) { option(flag + sbatch_argument(value)); }
+  // extra: entries are one option each, "--name=value" or "--name value": the value is quoted
+  // the same way, so one entry cannot add options the translator writes (kGeneratedOptions).
+  void extra_option(const std::string& entry) {
+    const std::size_t cut = entry.find_first_of("= \t");
+    if (cut == std::string::npos) return option(entry);
+    const std::size_t value = entry.find_first_not_of(" \t", cut + (entry[cut] == '=' ? 1 : 0));
+    option(entry.substr(0, cut) + (entry[cut] == '=' ? "=" : " "),
+           value == std::string::npos ? std::string() : entry.substr(value));
+  }
 
   void group_options(const TaskGroup& g) {
     if (const auto& e = in_.layout.elastic) {
@@ -152,33 +178,33 @@ class ScriptWriter {
 
   void sbatch_options() {
     const auto& l = in_.layout;
-    option("--job-name=" + in_.job.project);
+    option("--job-name=", in_.job.project);
     if (is_array()) {
       std::string array = "--array=0-" + std::to_string(l.array_size - 1);
       if (l.array_throttle) array += "%" + std::to_string(*l.array_throttle);
       option(array);
     }
     const std::string default_log = is_array() ? "riseml-%x-%A_%a.out" : "riseml-%x-%j.out";
-    option("--output=" + pick(&SlurmSection::output).value_or(default_log));
-    if (auto& e = pick(&SlurmSection::error)) option("--error=" + *e);
-    if (auto& v = pick(&SlurmSection::partition)) option("--partition=" + *v);
-    if (auto& v = pick(&SlurmSection::account)) option("--account=" + *v);
-    if (auto& v = pick(&SlurmSection::qos)) option("--qos=" + *v);
-    if (auto& v = pick(&SlurmSection::reservation)) option("--reservation=" + *v);
-    if (auto& v = pick(&SlurmSection::time)) option("--time=" + *v);
-    if (auto& v = pick(&SlurmSection::constraint)) option("--constraint=" + *v);
-    if (auto& v = pick(&SlurmSection::signal)) option("--signal=" + *v);
-    if (auto& v = pick(&SlurmSection::dependency)) option("--dependency=" + *v);
-    if (auto& v = pick(&SlurmSection::mail_type)) option("--mail-type=" + *v);
-    if (auto& v = pick(&SlurmSection::mail_user)) option("--mail-user=" + *v);
+    option("--output=", pick(&SlurmSection::output).value_or(default_log));
+    if (auto& e = pick(&SlurmSection::error)) option("--error=", *e);
+    if (auto& v = pick(&SlurmSection::partition)) option("--partition=", *v);
+    if (auto& v = pick(&SlurmSection::account)) option("--account=", *v);
+    if (auto& v = pick(&SlurmSection::qos)) option("--qos=", *v);
+    if (auto& v = pick(&SlurmSection::reservation)) option("--reservation=", *v);
+    if (auto& v = pick(&SlurmSection::time)) option("--time=", *v);
+    if (auto& v = pick(&SlurmSection::constraint)) option("--constraint=", *v);
+    if (auto& v = pick(&SlurmSection::signal)) option("--signal=", *v);
+    if (auto& v = pick(&SlurmSection::dependency)) option("--dependency=", *v);
+    if (auto& v = pick(&SlurmSection::mail_type)) option("--mail-type=", *v);
+    if (auto& v = pick(&SlurmSection::mail_user)) option("--mail-user=", *v);
     if (auto& v = pick(&SlurmSection::exclusive); v && *v) option("--exclusive");
     if (auto& v = pick(&SlurmSection::requeue)) {
       option(*v ? "--requeue" : "--no-requeue");
       // A requeued job runs again with the same id and output file: keep the first run's.
       if (*v) option("--open-mode=append");
     }
-    for (const auto& e : in_.site.defaults.extra_options) option(e);
-    for (const auto& e : in_.job.slurm.extra_options) option(e);
+    for (const auto& e : in_.site.defaults.extra_options) extra_option(e);
+    for (const auto& e : in_.job.slurm.extra_options) extra_option(e);
     for (size_t i = 0; i < l.groups.size(); ++i) {
       if (l.heterogeneous) {
         if (i > 0) option("hetjob");

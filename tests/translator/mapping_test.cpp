@@ -624,6 +624,62 @@ TEST(MappingSlurm, SignalsSbatchTakesAreWrittenAndTheOthersRefused) {
   }
 }
 
+// sbatch's #SBATCH parser (sbatch 22.05, as the testbed's job showed it): arguments split at
+// blanks, '"' and '\'' group, a backslash takes the next character as it is, '#' outside quotes
+// ends the line.
+std::vector<std::string> sbatch_arguments(const std::string& line) {
+  std::vector<std::string> args;
+  std::size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+    if (i == line.size() || line[i] == '#') break;
+    std::string arg;
+    char quote = 0;
+    for (; i < line.size() && (quote || (line[i] != ' ' && line[i] != '\t')); ++i) {
+      const char c = line[i];
+      if (c == '\\' && i + 1 < line.size()) {
+        arg += line[++i];
+      } else if (quote && c == quote) {
+        quote = 0;
+      } else if (!quote && (c == '"' || c == '\'')) {
+        quote = c;
+      } else if (!quote && c == '#') {
+        break;
+      } else {
+        arg += c;
+      }
+    }
+    args.push_back(arg);
+    if (i < line.size() && line[i] == '#') break;
+  }
+  return args;
+}
+
+TEST(MappingSlurm, ValuesWithBlanksQuotesAndHashesAreOneSbatchArgument) {
+  // `error: "x --time=1"` written bare set the job's time limit to a minute on the testbed.
+  auto r = translate_train("  resources: {cpus: 1}\n  run: x\n", R"(slurm:
+  output: "my logs/a#b \"q\" \\ 'c'.out"
+  error: "x --time=1"
+  mail: {type: END, user: "me@example.org --partition=other"}
+  extra: ["--comment=hello --time=2 # no comment", "--begin now+1hour", --hold]
+)");
+  std::vector<std::vector<std::string>> parsed;
+  for (const auto& o : r.options) parsed.push_back(sbatch_arguments(o));
+  auto has_args = [&](const std::vector<std::string>& want) {
+    return std::find(parsed.begin(), parsed.end(), want) != parsed.end();
+  };
+  EXPECT_TRUE(has_args({"--output=my logs/a#b \"q\" \\ 'c'.out"})) << r.script;
+  EXPECT_TRUE(has_args({"--error=x --time=1"})) << r.script;
+  EXPECT_TRUE(has_args({"--mail-user=me@example.org --partition=other"})) << r.script;
+  EXPECT_TRUE(has_args({"--comment=hello --time=2 # no comment"})) << r.script;
+  EXPECT_TRUE(has_args({"--begin", "now+1hour"})) << r.script;
+  EXPECT_TRUE(has_args({"--hold"})) << r.script;
+  EXPECT_TRUE(has(r.options, "--job-name=p")) << r.script;  // plain values stay bare
+  for (const auto& args : parsed)
+    for (const auto& a : args)
+      EXPECT_FALSE(a.rfind("--time", 0) == 0 || a.rfind("--partition", 0) == 0) << a << "\n" << r.script;
+}
+
 // ---- what the script exports
 
 TEST(MappingExports, ProjectExperimentAndOutputDir) {
