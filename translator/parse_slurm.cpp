@@ -224,15 +224,17 @@ void parse_slurm_section(YamlReader& r, const YAML::Node& node, SlurmSection& sl
       r.check_keys(mail, "slurm.mail", {"type", "user"});
       text(r, mail, "slurm.mail", "type", slurm.mail_type);
       text(r, mail, "slurm.mail", "user", slurm.mail_user);
+      // As sbatch 22.05 takes them: any case; TIME_LIMIT_85 refused (only 50, 80, 90).
       static const std::regex type_re(
-          "(NONE|BEGIN|END|FAIL|REQUEUE|ALL|INVALID_DEPEND|STAGE_OUT|TIME_LIMIT(_[0-9]+)?|"
+          "(NONE|BEGIN|END|FAIL|REQUEUE|ALL|INVALID_DEPEND|STAGE_OUT|TIME_LIMIT(_(50|80|90))?|"
           "ARRAY_TASKS)(,(NONE|BEGIN|END|FAIL|REQUEUE|ALL|INVALID_DEPEND|STAGE_OUT|"
-          "TIME_LIMIT(_[0-9]+)?|ARRAY_TASKS))*");
+          "TIME_LIMIT(_(50|80|90))?|ARRAY_TASKS))*",
+          std::regex::icase);
       if (slurm.mail_type && (slurm.mail_type->size() > 512 ||
                               !std::regex_match(*slurm.mail_type, type_re))) {
         r.error(mail["type"], "slurm.mail.type",
                 "'" + *slurm.mail_type + "' is not a Slurm mail type: use BEGIN, END, FAIL, "
-                "REQUEUE, ALL or TIME_LIMIT, comma-separated");
+                "REQUEUE, ALL or TIME_LIMIT (TIME_LIMIT_50, _80, _90), comma-separated");
         slurm.mail_type.reset();
       }
     }

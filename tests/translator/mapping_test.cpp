@@ -624,6 +624,11 @@ TEST(MappingSlurm, SignalsSbatchTakesAreWrittenAndTheOthersRefused) {
   }
 }
 
+TEST(MappingSlurm, MailTypesInAnyCaseAsSbatchTakesThem) {
+  auto r = translate_train("  resources: {cpus: 1}\n  run: x\n", "slurm: {mail: {type: 'all,time_limit_90'}}\n");
+  EXPECT_TRUE(has(r.options, "--mail-type=all,time_limit_90")) << r.script;
+}
+
 // sbatch's #SBATCH parser (sbatch 22.05, as the testbed's job showed it): arguments split at
 // blanks, '"' and '\'' group, a backslash takes the next character as it is, '#' outside quotes
 // ends the line.
