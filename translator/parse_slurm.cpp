@@ -124,7 +124,14 @@ void parse_extra(YamlReader& r, const YAML::Node& node, SlurmSection& slurm) {
                       "e.g. - --reservation=maint");
       continue;
     }
-    std::string name = opt.substr(0, opt.find_first_of("= "));
+    std::string name = opt.substr(0, opt.find_first_of("= \t"));
+    if (name.size() < 2 || name.find_first_not_of("-abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") !=
+                               std::string::npos) {
+      r.diags().error(line.where, path,
+                      "'" + opt + "' is not an sbatch option: an option's name is letters, digits and "
+                      "'-', e.g. - --reservation=maint or - --comment=\"two words\"");
+      continue;
+    }
     bool denied = false;
     for (const auto& [option, owner] : kGeneratedOptions) {
       bool short_form = option.size() == 2;

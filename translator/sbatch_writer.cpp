@@ -5,6 +5,7 @@
 
 #include "parameter_sweep.hpp"
 #include "printable_text.hpp"
+#include "sbatch_directive.hpp"
 #include "shell_quote.hpp"
 #include "version.hpp"
 
@@ -26,18 +27,6 @@ std::string seconds(double value) {
   char buf[32];
   auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value == 0 ? 0.0 : value);
   return ec == std::errc() ? std::string(buf, end) : std::to_string(value);
-}
-
-// One argument of sbatch's #SBATCH parser: as it is when it has no blank, quote, backslash or
-// '#'; else in double quotes with '"' and '\' after a backslash (what the parser undoes).
-std::string sbatch_argument(const std::string& value) {
-  if (value.find_first_of(" \t\"'\\#") == std::string::npos) return value;
-  std::string out = "\"";
-  for (char c : value) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + '"';
 }
 
 class ScriptWriter {
@@ -138,14 +127,21 @@ class ScriptWriter {
   // would be two arguments and `error: "x --time=1"` a second option (it set the time limit:
   // sbatch 22.05 on the testbed). Such a value goes in double quotes, '"' and '\' escaped.
   void option(const std::string& flag, const std::string& value) { option(flag + sbatch_argument(value)); }
-  // extra: entries are one option each, "--name=value" or "--name value": the value is quoted
-  // the same way, so one entry cannot add options the translator writes (kGeneratedOptions).
+  // extra: entries are one option each, "--name=value" or "--name value". A value that sbatch
+  // reads as one argument is written as the user wrote it (an #SBATCH line pasted in keeps its
+  // quotes' meaning); any other is quoted, so one entry cannot add options the translator
+  // writes (kGeneratedOptions): `--comment=a --time=2` is a comment.
   void extra_option(const std::string& entry) {
     const std::size_t cut = entry.find_first_of("= \t");
     if (cut == std::string::npos) return option(entry);
-    const std::size_t value = entry.find_first_not_of(" \t", cut + (entry[cut] == '=' ? 1 : 0));
-    option(entry.substr(0, cut) + (entry[cut] == '=' ? "=" : " "),
-           value == std::string::npos ? std::string() : entry.substr(value));
+    const bool equals = entry[cut] == '=';
+    const std::size_t from = entry.find_first_not_of(" \t", cut + (equals ? 1 : 0));
+    const std::string value = from == std::string::npos ? std::string() : entry.substr(from);
+    const std::string flag = entry.substr(0, cut) + (equals ? "=" : " ");
+    // One argument, no comment cut, no quote left open: a word after it stays a word.
+    const auto read = sbatch_directive_arguments(value + " x");
+    if (read.size() == 2 && read[1] == "x") return option(flag + value);
+    option(flag, value);
   }
 
   void group_options(const TaskGroup& g) {

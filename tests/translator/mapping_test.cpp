@@ -6,6 +6,7 @@
 
 #include "job_layout.hpp"
 #include "run_environment.hpp"
+#include "sbatch_directive.hpp"
 #include "test_support.hpp"
 
 namespace riseml::test {
@@ -624,40 +625,20 @@ TEST(MappingSlurm, SignalsSbatchTakesAreWrittenAndTheOthersRefused) {
   }
 }
 
+TEST(MappingSlurm, AnExtraEntryWhoseNameIsNotAnOptionIsRefused) {
+  // '--x"y --time=2': the quote would open a section sbatch reads to the end of the line.
+  for (const char* entry : {"--x\\\"y --time=2", "--a#b", "-", "--c''d=1"}) {
+    Translation t = translate_text(std::string("project: p\ntrain:\n  run: x\nslurm: {extra: ['") + entry + "']}\n",
+                                   "riseml.yml", SiteConfig{});
+    EXPECT_FALSE(t.script.has_value()) << entry;
+    EXPECT_NE(t.diagnostics.format().find("is not an sbatch option"), std::string::npos)
+        << entry << "\n" << t.diagnostics.format();
+  }
+}
+
 TEST(MappingSlurm, MailTypesInAnyCaseAsSbatchTakesThem) {
   auto r = translate_train("  resources: {cpus: 1}\n  run: x\n", "slurm: {mail: {type: 'all,time_limit_90'}}\n");
   EXPECT_TRUE(has(r.options, "--mail-type=all,time_limit_90")) << r.script;
-}
-
-// sbatch's #SBATCH parser (sbatch 22.05, as the testbed's job showed it): arguments split at
-// blanks, '"' and '\'' group, a backslash takes the next character as it is, '#' outside quotes
-// ends the line.
-std::vector<std::string> sbatch_arguments(const std::string& line) {
-  std::vector<std::string> args;
-  std::size_t i = 0;
-  while (i < line.size()) {
-    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
-    if (i == line.size() || line[i] == '#') break;
-    std::string arg;
-    char quote = 0;
-    for (; i < line.size() && (quote || (line[i] != ' ' && line[i] != '\t')); ++i) {
-      const char c = line[i];
-      if (c == '\\' && i + 1 < line.size()) {
-        arg += line[++i];
-      } else if (quote && c == quote) {
-        quote = 0;
-      } else if (!quote && (c == '"' || c == '\'')) {
-        quote = c;
-      } else if (!quote && c == '#') {
-        break;
-      } else {
-        arg += c;
-      }
-    }
-    args.push_back(arg);
-    if (i < line.size() && line[i] == '#') break;
-  }
-  return args;
 }
 
 TEST(MappingSlurm, ValuesWithBlanksQuotesAndHashesAreOneSbatchArgument) {
@@ -666,10 +647,10 @@ TEST(MappingSlurm, ValuesWithBlanksQuotesAndHashesAreOneSbatchArgument) {
   output: "my logs/a#b \"q\" \\ 'c'.out"
   error: "x --time=1"
   mail: {type: END, user: "me@example.org --partition=other"}
-  extra: ["--comment=hello --time=2 # no comment", "--begin now+1hour", --hold]
+  extra: ["--comment=hello --time=2 # no comment", "--begin now+1hour", --hold, '--licenses="fs:1"']
 )");
   std::vector<std::vector<std::string>> parsed;
-  for (const auto& o : r.options) parsed.push_back(sbatch_arguments(o));
+  for (const auto& o : r.options) parsed.push_back(sbatch_directive_arguments(o));
   auto has_args = [&](const std::vector<std::string>& want) {
     return std::find(parsed.begin(), parsed.end(), want) != parsed.end();
   };
@@ -679,7 +660,8 @@ TEST(MappingSlurm, ValuesWithBlanksQuotesAndHashesAreOneSbatchArgument) {
   EXPECT_TRUE(has_args({"--comment=hello --time=2 # no comment"})) << r.script;
   EXPECT_TRUE(has_args({"--begin", "now+1hour"})) << r.script;
   EXPECT_TRUE(has_args({"--hold"})) << r.script;
-  EXPECT_TRUE(has(r.options, "--job-name=p")) << r.script;  // plain values stay bare
+  EXPECT_TRUE(has(r.options, "--licenses=\"fs:1\"")) << r.script;  // one argument as written: kept
+  EXPECT_TRUE(has(r.options, "--job-name=p")) << r.script;          // plain values stay bare
   for (const auto& args : parsed)
     for (const auto& a : args)
       EXPECT_FALSE(a.rfind("--time", 0) == 0 || a.rfind("--partition", 0) == 0) << a << "\n" << r.script;
