@@ -25,7 +25,9 @@ using nlohmann::json;
 
 std::map<std::string, std::string> environment_of(const std::string& pid) {
   std::map<std::string, std::string> env;
-  const std::optional<std::string> all = read_small_file("/proc/" + pid + "/environ");
+  // Whole: an environment may pass read_small_file's default 1 MiB (the kernel allows a quarter
+  // of the stack limit), and a cut one could lose the SLURM_ variables that name the rank.
+  const std::optional<std::string> all = read_small_file("/proc/" + pid + "/environ", std::size_t{256} << 20);
   if (!all) return env;  // gone, or not ours to read
   std::istringstream in(*all);
   std::string entry;
