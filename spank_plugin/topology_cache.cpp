@@ -11,6 +11,8 @@
 #include <cstring>
 #include <exception>
 
+#include <riseml/common/small_file.hpp>
+
 namespace riseml::placement {
 namespace {
 
@@ -104,15 +106,9 @@ std::optional<std::string> TopologyCache::find(const std::string& slot, const st
       note = "ignoring the cache entry " + folder() + "/" + entry_name(slot) + " (not a file of this user's)";
       return std::nullopt;
     }
-    std::string data(static_cast<std::size_t>(st.st_size), '\0');
-    std::size_t got = 0;
-    while (got < data.size()) {
-      const ssize_t n = read(f.get(), data.data() + got, data.size() - got);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;
-      got += static_cast<std::size_t>(n);
-    }
-    data.resize(got);
+    // A read error leaves the entry short, which the header check below calls stale.
+    const std::string data =
+        read_small_file(f.get(), static_cast<std::size_t>(st.st_size)).value_or(std::string());
     const std::string key_line = "key " + std::to_string(key.size()) + "\n";
     const std::string want = header + key_line + key + "\n";
     if (data.compare(0, want.size(), want) != 0) {
