@@ -131,12 +131,45 @@ std::optional<SiteNetwork::Spread> parse_spread(YamlReader& r, const YAML::Node&
   return spread;
 }
 
+// hand_over_lag: {fast: 20us, median: 150us, slow: 600us}: how late a gradient handed over
+// after idle reached the engine on the slowest rank, beyond a cycle back to back, in the fit's
+// tries (the fastest, the median and the slowest).
+std::optional<SiteNetwork::HandOverLag> parse_hand_over_lag(YamlReader& r, const YAML::Node& node) {
+  const std::string path = "network.hand_over_lag";
+  const std::string example =
+      "hand_over_lag: {fast: 20us, median: 150us, slow: 600us} (riseml-bench --fit writes it; docs/model.md)";
+  if (!r.expect_map(node, path, example)) return std::nullopt;
+  r.check_keys(node, path, {"fast", "median", "slow"});
+  SiteNetwork::HandOverLag lag;
+  bool ok = true;
+  auto read = [&](const char* key, double& into) {
+    auto n = node[key];
+    if (!n) {
+      r.error(node, path, std::string("needs ") + key + ": e.g. " + example);
+      ok = false;
+    } else if (auto v = read_unit(r, n, join_key(path, key), false)) {
+      into = *v;
+    } else {
+      ok = false;
+    }
+  };
+  read("fast", lag.fast_s);
+  read("median", lag.median_s);
+  read("slow", lag.slow_s);
+  if (!ok) return std::nullopt;
+  if (lag.median_s < lag.fast_s || lag.slow_s < lag.median_s) {
+    r.error(node, path, "needs fast <= median <= slow: e.g. " + example);
+    return std::nullopt;
+  }
+  return lag;
+}
+
 std::optional<SiteNetwork> parse_network(YamlReader& r, const YAML::Node& node) {
   const char* example = "network: {gpus_per_node: 4, nodes_link: {bandwidth: 25gbit, latency: 5us}}";
   if (!r.expect_map(node, "network", example)) return std::nullopt;
   r.check_keys(node, "network", {"gpus_per_node", "nodes_link", "intra_node", "reduce_bandwidth",
                                  "copy_bandwidth", "overlap_slowdown", "host_path", "spread",
-                                 "cycle_overhead"});
+                                 "cycle_overhead", "hand_over_lag"});
   SiteNetwork net;
   net.where = r.where(node);
   if (auto n = node["gpus_per_node"]) {
@@ -171,6 +204,7 @@ std::optional<SiteNetwork> parse_network(YamlReader& r, const YAML::Node& node) 
   }
   if (auto n = node["host_path"]) net.host_path = parse_host_path(r, n);
   if (auto n = node["spread"]) net.spread = parse_spread(r, n);
+  if (auto n = node["hand_over_lag"]) net.hand_over_lag = parse_hand_over_lag(r, n);
   return net;
 }
 

@@ -47,6 +47,15 @@ struct SiteNetwork {
     double slow = 1;
   };
   std::optional<Spread> spread;
+  // How late the slowest rank's gradient reaches the engine after idle, beyond a cycle back to
+  // back (riseml-bench --fit: a gradient handed over after a sleep): the median is the point,
+  // the fastest and slowest of the fit's tries bound the range.
+  struct HandOverLag {
+    double fast_s = 0;  // <= median_s <= slow_s
+    double median_s = 0;
+    double slow_s = 0;
+  };
+  std::optional<HandOverLag> hand_over_lag;
   // GPU nodes: how the hierarchical mode's step between nodes runs on the hosts (docs/model.md):
   // staging to pinned memory and back, the CPU's reduction, TCP's latency a step.
   struct HostPath {

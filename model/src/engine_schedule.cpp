@@ -90,6 +90,8 @@ Prediction simulate_step(const StepProfile& profile, const Cluster& c, const Eng
   const double slowdown = std::clamp(c.overlap_slowdown, 0.0, 0.99);
   std::size_t computed = 0;  // gradients whose ready time is settled
   auto next_ready = [&] { return clock.finish(profile.tensors[computed].compute_before_s); };
+  // When the engine has the gradient on every rank: the slowest rank's lag after its compute.
+  const double lag = std::max(0.0, c.hand_over_lag_s);
 
   double engine_free = 0;
   double last_start = 0;  // the engine loop starts with the step
@@ -104,20 +106,20 @@ Prediction simulate_step(const StepProfile& profile, const Cluster& c, const Eng
     double start = grid ? std::max(engine_free, last_start + cycle) : engine_free;
     bool woken = false;  // the cycle starts because a gradient reached the idle engine
     if (computed == i) {  // nothing waiting: the next gradient (exact: the engine is idle until it)
-      const double first = next_ready();
+      const double first = next_ready() + lag;
       if (first > start) {
         woken = e.start_when_idle;
         start = woken ? first : start + std::ceil((first - start) / cycle - 1e-12) * cycle;
       }
     }
-    for (double t; computed < n && (t = next_ready()) <= start + 1e-12; ++computed) {
+    for (double t; computed < n && (t = next_ready()) + lag <= start + 1e-12; ++computed) {
       if (woken && computed > i) break;  // handed over after the engine woke: the next cycle
       ready[computed] = t;
       clock.advance_to(t);
     }
     const std::size_t end = computed;
     ++out.cycles;
-    for (std::size_t k = i; k < end; ++k) out.queue_s += start - ready[k];
+    for (std::size_t k = i; k < end; ++k) out.queue_s += start - ready[k] - lag;
     double now = start;
     const double negotiation = negotiation_cost(static_cast<int>(end - i), static_cast<int>(n), c, e);
     out.negotiation_s += negotiation;

@@ -67,6 +67,27 @@ TEST(EngineSchedule, AStepThatEndsWithinOnePercentOfTheBackwardPassIsBoundByComp
   EXPECT_EQ(bounding_resource(q), Bound::link_bandwidth);
 }
 
+TEST(EngineSchedule, AHandOverLagDelaysTheEngineNotTheCompute) {
+  // The slowest rank's gradients reach the engine 1 ms after their compute: a (ready at 15 ms)
+  // is reduced 16-20, b (ready at 20) 21-25; the backward pass still ends at 20 ms.
+  Cluster lagging = two_nodes();
+  lagging.hand_over_lag_s = 1e-3;
+  const Prediction p = simulate_step(two_tensors(), lagging, EngineSettings{});
+  EXPECT_NEAR(p.backward_end_s, 20e-3, 1e-9);
+  ASSERT_EQ(p.schedule.size(), 2u);
+  EXPECT_NEAR(p.schedule[0].cycle_start_s, 16e-3, 1e-9);
+  EXPECT_NEAR(p.schedule[1].cycle_start_s, 21e-3, 1e-9);
+  EXPECT_NEAR(p.step_s, 25e-3, 1e-6);
+  EXPECT_NEAR(p.queue_s, 0, 1e-9);  // woken cycles: no gradient waits beyond its lag
+  // Hidden communication stays hidden while the lag fits in the tail (10 ms: a ends 20, b 24).
+  EXPECT_NEAR(simulate_step(two_tensors(0, 10e-3), lagging, EngineSettings{}).step_s, 25e-3, 1e-9);
+  // Both ready at 15 ms and a lag of 3 ms: a 18-22, b 22-26, against 15-19 and 19-23 without.
+  Cluster late = two_nodes();
+  late.hand_over_lag_s = 3e-3;
+  EXPECT_NEAR(simulate_step(two_tensors(0), late, EngineSettings{}).step_s, 26e-3, 1e-6);
+  EXPECT_NEAR(simulate_step(two_tensors(0), two_nodes(), EngineSettings{}).step_s, 23e-3, 1e-6);
+}
+
 TEST(EngineSchedule, TheIdleEngineStartsACycleWhenAGradientArrives) {
   // a, b and c all ready at 15 ms; alpha 1 ms, so a cycle's negotiation is 2 ms and a ring 2 ms
   // plus 4 ms a tensor. riseml's engine wakes for a: 15 + 2 + 6 = 23 ms; b and c, handed over

@@ -207,6 +207,48 @@ TEST(EstimateCli, HostPathIsShownAndSparesTheGpu) {
 
 // riseml-bench --fit's file replaces the site's network; the job's shape still comes from the
 // job and the site.
+TEST(EstimateCli, TheHandOverLagMovesAComputeBoundStepAndBoundsItsRange) {
+  REQUIRE_CLI();
+  // inception_v3 in float16 on 2 nodes at 2.5 Gbit/s is compute-bound: the step is the compute
+  // plus the last gradient's cycle after the lag (252 us), and the range spans the lag's
+  // fastest (101 us) to slowest (540 us) try.
+  const CommandResult r = run_command({cli_path(), "estimate", "--site", network_site(), "--network",
+                                       "fitted-lag.yml", "--workload", "inception_v3", "--fp16", "--nodes", "2",
+                                       "--gpus-per-node", "1"},
+                                      here());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "a gradient reaches the engine on the slowest rank 252.0 us after its compute "
+                              "(measured by the fit after idle: 101.0 us - 540.0 us)"))
+      << r.out;
+  EXPECT_TRUE(contains(r.out, "the hand-over's lag from 101.0 us to 540.0 us")) << r.out;
+  double step = 0, compute = 0, low = 0, high = 0;
+  ASSERT_EQ(std::sscanf(r.out.c_str() + r.out.find("  step "), "  step %lf ms, compute %lf ms", &step, &compute), 2)
+      << r.out;
+  ASSERT_EQ(std::sscanf(r.out.c_str() + r.out.find("  range "), "  range %lf - %lf ms", &low, &high), 2) << r.out;
+  EXPECT_NEAR(step - compute, 0.35, 0.1) << r.out;  // the lag and the last small collective
+  EXPECT_NEAR(high - low, 0.5, 0.15) << r.out;      // 540 - 101 us, the cycle a little slower too
+  EXPECT_TRUE(contains(r.out, "  bounded by compute")) << r.out;
+
+  // A lag the fit could not have written is refused, with the file's line and key.
+  const CommandResult order = run_command({cli_path(), "estimate", "--site", "bad-hand-over-lag.yml", "--workload",
+                                           "resnet50", "--nodes", "2"},
+                                          here());
+  EXPECT_EQ(order.status, 2);
+  EXPECT_EQ(order.out, "");
+  EXPECT_TRUE(contains(order.err, "bad-hand-over-lag.yml:3:18: error: network.hand_over_lag: needs fast <= median "
+                                  "<= slow"))
+      << order.err;
+  const CommandResult keys = run_command({cli_path(), "estimate", "--site", "bad-hand-over-lag-keys.yml",
+                                          "--workload", "resnet50", "--nodes", "2"},
+                                         here());
+  EXPECT_EQ(keys.status, 2);
+  EXPECT_TRUE(contains(keys.err, "network.hand_over_lag.typical: unknown key")) << keys.err;
+  EXPECT_TRUE(contains(keys.err, "network.hand_over_lag: needs median")) << keys.err;
+  EXPECT_TRUE(contains(keys.err, "bad-hand-over-lag-keys.yml:3:53: error: network.hand_over_lag.slow: '20s' is out "
+                                 "of range: a duration of at most 10s"))
+      << keys.err;
+}
+
 TEST(EstimateCli, MeasuredNetworkFileReplacesTheSites) {
   REQUIRE_CLI();
   const CommandResult r = run_command({cli_path(), "estimate", "horovod-32x4.yml", "--site", network_site(),

@@ -65,6 +65,18 @@ struct Spread {
   double fast = 1, mean = 1, slow = 1;
 };
 
+// The hand-over's lag: a gradient handed to an idle engine after a sleep, as the last gradient
+// of a compute-bound step is, ends later on the slowest rank than the same call back to back:
+// the ranks leave the barrier, as they start a step, apart; a sleep ends late (as riseml-replay's
+// slept compute does; on GPUs a rank's compute varies instead); the parked engine and the
+// waiting caller wake late. kLagTries tries after kLagIdle of sleep, each beside the sleep alone
+// (printed, to tell the sleep's part).
+constexpr int kLagTries = 32;
+constexpr double kLagIdle = 2e-3;
+struct HandOverLag {
+  double fast = 0, median = 0, slow = 0;
+};
+
 // Seconds per call of `call`, slowest rank, median over rounds of loops of ~kLoopSeconds.
 double median_seconds(Communicator& comm, const std::function<void()>& call, int rounds) {
   call();  // warm: connections, buffers
@@ -99,6 +111,46 @@ double engine_call_seconds(engine::Engine& engine, Communicator& comm, int round
   return median_seconds(comm, [&] {
     engine.allreduce("riseml-fit-cycle", &x, &x, {1}, DataType::float32, ReduceOp::average).wait();
   }, rounds);
+}
+
+// kLagTries pairs of tries, in turn: after a barrier every rank sleeps kLagIdle and hands a
+// one-float gradient to the engine (riseml-replay's hand-over), then waits; and the same sleep
+// alone (its overshoot). Each try is the slowest rank's time from its own start, as
+// riseml-replay times a step. The lag is a try beyond kLagIdle and beyond what the model charges
+// that cycle (`cycle_s`: the larger of the measured back-to-back call and the model's
+// negotiation and allreduce).
+HandOverLag measure_hand_over_lag(engine::Engine& engine, Communicator& comm, double cycle_s) {
+  float x = 1;  // averaged: stays 1
+  const HandedGradient gradient{"riseml-fit-lag", &x, {1}, kLagIdle};
+  auto try_once = [&](engine::Engine* e) {
+    comm.barrier();
+    const auto start = std::chrono::steady_clock::now();
+    auto at = start;
+    for (const auto& h : hand_over(e, {&gradient, 1}, DataType::float32, at)) h.wait();
+    return max_over_ranks(comm, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  };
+  try_once(&engine);  // warm: the name's first negotiation
+  std::vector<double> alone, handed;
+  for (int k = 0; k < kLagTries; ++k) {
+    alone.push_back(try_once(nullptr));
+    handed.push_back(try_once(&engine));
+  }
+  const double sleep_s = quantile(alone, 0.5);
+  std::vector<double> lags;
+  for (double t : handed) lags.push_back(std::max(0.0, t - kLagIdle - cycle_s));
+  HandOverLag lag{*std::min_element(lags.begin(), lags.end()), quantile(lags, 0.5),
+                  *std::max_element(lags.begin(), lags.end())};
+  if (comm.rank() == 0) {
+    std::printf("# hand-over after idle: %d tries of a one-float gradient after %.1f ms of sleep, the slowest "
+                "rank: %.1f us median after the sleep's end (the sleep alone ends %.1f us late, median), "
+                "%.1f us beyond the %.1f us the model charges the cycle (fastest %.1f, slowest %.1f us); "
+                "every try after the sleep's end, us:",
+                kLagTries, kLagIdle * 1e3, (quantile(handed, 0.5) - kLagIdle) * 1e6, (sleep_s - kLagIdle) * 1e6,
+                lag.median * 1e6, cycle_s * 1e6, lag.fast * 1e6, lag.slow * 1e6);
+    for (double t : handed) std::printf(" %.0f", (t - kLagIdle) * 1e6);
+    std::printf("\n");
+  }
+  return lag;
 }
 
 // The factor f on the engine's modelled work (model::with_engine_scaled) for which the model's
@@ -347,6 +399,7 @@ int run_link_fit(Rendezvous& rendezvous, Communicator& comm, const std::string& 
   // where the model had only the negotiation (issue 37). Every rank takes part.
   std::optional<double> cycle_overhead_s;
   std::optional<Spread> spread;
+  std::optional<HandOverLag> lag;
 #ifdef RISEML_BENCH_HAVE_ENGINE
   if (comm.size() > 1) {
     CommunicatorOptions options = CommunicatorOptions::from_environment();
@@ -369,6 +422,8 @@ int run_link_fit(Rendezvous& rendezvous, Communicator& comm, const std::string& 
       c.reduce_s_per_byte = 1 / reduce_Bps;
       c.copy_Bps = copy_Bps;
       c.cycle_overhead_s = *cycle_overhead_s;
+      lag = measure_hand_over_lag(engine, comm, std::max(call_s, charged));
+      c.hand_over_lag_s = lag->median;  // the bursts' factors are over the model with it
       spread = measure_spread(engine, comm, c);
     }
     if (comm.rank() == 0) std::printf("\n");
@@ -410,6 +465,10 @@ int run_link_fit(Rendezvous& rendezvous, Communicator& comm, const std::string& 
   if (cycle_overhead_s)
     y << "  cycle_overhead: " << latency_text(*cycle_overhead_s)
       << "   # the engine's own time a cycle, beyond negotiation and collectives\n";
+  if (lag)
+    y << "  hand_over_lag: {fast: " << latency_text(lag->fast) << ", median: " << latency_text(lag->median)
+      << ", slow: " << latency_text(lag->slow) << "}   # a gradient handed over after idle, slowest rank, "
+      << "beyond a cycle back to back; " << kLagTries << " tries\n";
   const std::string error = write_file_atomically(path, y.str());
   if (!error.empty()) {
     std::fprintf(stderr, "riseml-bench --fit: cannot write %s: %s\n", path.c_str(), error.c_str());

@@ -188,6 +188,7 @@ int estimate(const EstimateOptions& o) {
   base.reduce_s_per_byte = net.reduce_Bps > 0 ? 1 / net.reduce_Bps : 0;
   base.copy_Bps = net.copy_Bps;
   base.cycle_overhead_s = net.cycle_overhead_s;
+  if (net.hand_over_lag) base.hand_over_lag_s = net.hand_over_lag->median_s;
   base.overlap_slowdown = o.overlap_slowdown >= 0 ? o.overlap_slowdown : net.overlap_slowdown;
   if (net.host_path) {
     base.host_path.on = true;
@@ -244,6 +245,12 @@ int estimate(const EstimateOptions& o) {
   if (net.cycle_overhead_s > 0)
     std::printf("  the engine's own time, measured by the fit: %s a cycle\n",
                 m::format_duration(net.cycle_overhead_s).c_str());
+  if (net.hand_over_lag)
+    std::printf("  a gradient reaches the engine on the slowest rank %s after its compute (measured by the fit "
+                "after idle: %s - %s)\n",
+                m::format_duration(net.hand_over_lag->median_s).c_str(),
+                m::format_duration(net.hand_over_lag->fast_s).c_str(),
+                m::format_duration(net.hand_over_lag->slow_s).c_str());
   if (net.host_path)
     std::printf("  hierarchical between nodes on the hosts: staging %s each way, reduce %s, %s a step\n",
                 m::format_rate(net.host_path->staging_Bps).c_str(), m::format_rate(net.host_path->reduce_Bps).c_str(),
@@ -266,19 +273,33 @@ int estimate(const EstimateOptions& o) {
               p.copy_s * 1e3, p.negotiation_s * 1e3,
               p.cycle_overhead_s > 0 ? (", engine cycles " + fixed(p.cycle_overhead_s * 1e3, 1)).c_str() : "",
               p.collectives, p.cycles, algorithms_used(p).c_str());
-  if (net.spread) {
+  if (net.spread || net.hand_over_lag) {
     // The point charges the fitted medians, which matched riseml-replay's median steps best
     // (docs/scaling.md); the range is every part of the engine's work as fast and as slow as the
     // fit's bursts through the engine ran against the model (the fastest and slowest burst): a
-    // stalled TCP flow, a busy host, the engine's own gaps.
-    const double fast = m::simulate_step(profile, m::with_engine_scaled(job, net.spread->fast), engine).step_s;
-    const double slow = m::simulate_step(profile, m::with_engine_scaled(job, net.spread->slow), engine).step_s;
+    // stalled TCP flow, a busy host, the engine's own gaps; and the hand-over's lag (all a
+    // compute-bound step exposes) as short and as long as the fit's tries of it.
+    const SiteNetwork::Spread spread = net.spread.value_or(SiteNetwork::Spread{});
+    m::Cluster fastest = m::with_engine_scaled(job, spread.fast);
+    m::Cluster slowest = m::with_engine_scaled(job, spread.slow);
+    if (net.hand_over_lag) {
+      fastest.hand_over_lag_s = net.hand_over_lag->fast_s;
+      slowest.hand_over_lag_s = net.hand_over_lag->slow_s;
+    }
+    const double fast = m::simulate_step(profile, fastest, engine).step_s;
+    const double slow = m::simulate_step(profile, slowest, engine).step_s;
     const double low = std::min(p.step_s, fast), high = std::max(p.step_s, slow);
-    std::printf("  range %.1f - %.1f ms (%+.1f%% / %+.1f%%): the engine's work as fast and as slow as the fit's "
-                "bursts ran (spread fast %.3f, slow %.3f; their mean %.3f of the "
-                "median: a long run's average step)\n",
-                low * 1e3, high * 1e3, 100 * (low / p.step_s - 1), 100 * (high / p.step_s - 1), net.spread->fast,
-                net.spread->slow, net.spread->mean);
+    std::printf("  range %.1f - %.1f ms (%+.1f%% / %+.1f%%):", low * 1e3, high * 1e3, 100 * (low / p.step_s - 1),
+                100 * (high / p.step_s - 1));
+    if (net.spread)
+      std::printf(" the engine's work as fast and as slow as the fit's bursts ran (spread fast %.3f, slow %.3f; "
+                  "their mean %.3f of the median: a long run's average step)",
+                  spread.fast, spread.slow, spread.mean);
+    if (net.hand_over_lag)
+      std::printf("%s the hand-over's lag from %s to %s", net.spread ? ";" : "",
+                  m::format_duration(net.hand_over_lag->fast_s).c_str(),
+                  m::format_duration(net.hand_over_lag->slow_s).c_str());
+    std::printf("\n");
   } else {
     std::printf("  range: none (the network file has no spread: riseml-bench --fit measures it)\n");
   }

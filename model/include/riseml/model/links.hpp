@@ -29,6 +29,13 @@ struct Cluster {
   // The engine's own time a cycle beyond its negotiation and collectives (waking, completing
   // handles; riseml-bench --fit measures it through the engine). 0: none.
   double cycle_overhead_s = 0;
+  // How much later than its own compute the slowest rank's gradient reaches the engine's
+  // negotiation, beyond what a cycle costs back to back: the ranks start a step apart (the last
+  // step's results reach them at different times) and the parked engine and caller wake late.
+  // Each gradient joins a cycle this much after its compute ends, while the compute itself does
+  // not move: a compute-bound step ends this much later (riseml-bench --fit measures it as
+  // a gradient handed over after idle; docs/model.md). 0: none.
+  double hand_over_lag_s = 0;
   // The share of compute speed lost while a collective runs (fusion copies and transfer), 0..<1:
   // on a GPU, NCCL's kernels take SMs and memory bandwidth from the backward pass, and on a
   // PCIe machine its copies take the bus. 0: compute never slows (riseml-replay sleeps its
