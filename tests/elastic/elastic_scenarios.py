@@ -10,6 +10,7 @@ the hosts of the epoch the log file has reached (one line per finished epoch).
 """
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -71,6 +72,7 @@ class Scenarios(unittest.TestCase):
                 results = [json.loads(line) for line in f]
         print('$ ' + ' '.join(command) + '\n' + done.stdout + '\nexit status %d\nlog:\n%s'
               % (done.returncode, '\n'.join(map(str, results))), flush=True)
+        shutil.rmtree(work, ignore_errors=True)  # what it held is printed above
         return done.returncode, done.stdout, results
 
     def check(self, result, **want):

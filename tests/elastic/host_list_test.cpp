@@ -8,18 +8,29 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <fstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace riseml::elastic {
 namespace {
 
 using namespace std::chrono_literals;
 
+// The files the tests write in the temporary folder, removed when the test program ends.
+struct TemporaryFiles {
+  std::vector<std::string> paths;
+  ~TemporaryFiles() {
+    for (const auto& p : paths) std::remove(p.c_str());
+  }
+} temporary_files;
+
 std::string script(const std::string& name, const std::string& body) {
   const std::string path = ::testing::TempDir() + "/riseml_discovery_" + name + "_" +
                            std::to_string(::getpid()) + ".sh";
+  temporary_files.paths.push_back(path);
   std::ofstream(path) << "#!/bin/bash\n" << body << "\n";
   ::chmod(path.c_str(), 0755);
   return path;
@@ -71,6 +82,7 @@ TEST(ElasticHostList, TheDiscoveryScriptsAnswer) {
             std::string::npos);
   // Stopped with what it started: nothing is left holding this process's standard error.
   const std::string child_pid = ::testing::TempDir() + "/riseml_discovery_child_" + std::to_string(::getpid());
+  temporary_files.paths.push_back(child_pid);
   EXPECT_NE(error_of([&] {
               run_discovery_script(script("slow", "sleep 30 & echo $! > " + child_pid + "; wait"), 1, 300ms);
             }).find("ran longer than 300 ms"),

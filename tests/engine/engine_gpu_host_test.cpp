@@ -469,6 +469,8 @@ TEST(EngineGpuHost, ABurstAfterGpuWorkIsFused) {
     std::stringstream text;
     text << in.rdbuf();
     const std::string timeline = text.str();
+    in.close();
+    std::remove(path.c_str());  // every run left one in the temporary folder
     // Rows ("tid") are tensors, named in their thread_name lines; events name their phase.
     auto field = [](const std::string& line, const std::string& key) {
       const std::size_t at = line.find("\"" + key + "\": ");

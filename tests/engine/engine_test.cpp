@@ -115,6 +115,7 @@ TEST(Engine, FusionPacksSmallTensorsAndTimelineShowsIt) {
     EXPECT_EQ(i[3], 1);
   });
   const std::string t = slurp(path);
+  std::remove(path.c_str());
   ASSERT_FALSE(t.empty());
   EXPECT_EQ(t.front(), '[');
   EXPECT_NE(t.find("]\n"), std::string::npos);
@@ -142,6 +143,7 @@ TEST(Engine, FusionThresholdZeroAndLargeTensorsGoInPlace) {
     EXPECT_EQ(b[0], 4.0f);
   });
   EXPECT_EQ(slurp(path).find("MEMCPY_IN_FUSION_BUFFER"), std::string::npos);
+  std::remove(path.c_str());
 }
 
 TEST(Engine, PrescalePostscaleIncludingHalf) {

@@ -5,6 +5,7 @@ the dynamic timeline, capability queries, SyncBatchNorm and init after shutdown.
 riseml-launch -n 1..4."""
 import json
 import os
+import shutil
 import sys
 import tempfile
 import warnings
@@ -332,10 +333,7 @@ def test_join_rule_fails_at_once_whatever_the_names():
 
 
 def test_timeline_dynamic():
-    if hvd.size() > 1:
-        path = hvd.broadcast_object(tempfile.mkdtemp(prefix="riseml-tl-"), 0)
-    else:
-        path = tempfile.mkdtemp(prefix="riseml-tl-")
+    path = hvd.broadcast_object(tempfile.mkdtemp(prefix="riseml-tl-") if hvd.rank() == 0 else None, 0)
     first, second = os.path.join(path, "one.json"), os.path.join(path, "two.json")
     hvd.start_timeline(first)
     hvd.allreduce(torch.ones(3), name="compat.timeline.one")
@@ -353,6 +351,9 @@ def test_timeline_dynamic():
         assert "compat.timeline.two" in names2 and "compat.timeline.after" not in names2, names2
     expect_raises(RuntimeError, hvd.start_timeline, "/nonexistent-dir/x/timeline.json") \
         if hvd.rank() == 0 else None
+    hvd.barrier()
+    if hvd.rank() == 0:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def test_sync_batch_norm():

@@ -1,6 +1,7 @@
 """riseml.preemption under riseml-launch: the ranks agree to stop at the step where any of them
 got the signal, and requeue() asks Slurm once (rank 0) or fails on every rank saying why."""
 import os
+import shutil
 import signal
 import stat
 import tempfile
@@ -76,7 +77,10 @@ def requeue_with_fake(exit_status):
             del os.environ["SLURM_JOB_ID"]
         else:
             os.environ["SLURM_JOB_ID"] = saved_job
-    calls = open(os.path.join(folder, "calls")).read() if riseml.rank() == 0 else ""
+    calls = ""
+    if riseml.rank() == 0:
+        calls = open(os.path.join(folder, "calls")).read()
+        shutil.rmtree(folder, ignore_errors=True)
     return message, calls
 
 

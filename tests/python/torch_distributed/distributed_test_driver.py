@@ -11,7 +11,9 @@ to be one of {'nccl', 'gloo'}", "Only MPI supports all_to_all"); with RISEML_SUI
 suite selects and skips its tests as for gloo, and every rank then initialises riseml instead:
 every test that runs for gloo runs against riseml.
 """
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 
@@ -29,6 +31,11 @@ os.environ.setdefault("WORLD_SIZE", "2")
 os.environ.pop("CI", None)
 if "TEMP_DIR" not in os.environ:
     os.environ["TEMP_DIR"] = tempfile.mkdtemp(prefix="riseml-dist-test-")
+    # Removed when the driver ends (not a rank: they inherit the folder, and a forked one the hook).
+    # The suite's stores (tempfile's files) go there too.
+    _driver_pid = os.getpid()
+    atexit.register(lambda d=os.environ["TEMP_DIR"]: os.getpid() == _driver_pid and shutil.rmtree(d, True))
+    os.environ["TMPDIR"] = tempfile.tempdir = os.environ["TEMP_DIR"]
 
 if _backend == "riseml":
     import riseml.torch.distributed  # noqa: F401  registers the backend (also in each rank)
