@@ -50,8 +50,9 @@ def with_quantiles(fit, low, high, into):
     factors = [float(x) for x in re.findall(r"\(([\d.]+)\)", m.group(1))]
     with open(fit, encoding="utf-8") as f:
         text = f.read()
-    text = re.sub(r"fast: [\d.]+", f"fast: {nearest_rank(factors, low):.3f}", text, count=1)
-    text = re.sub(r"slow: [\d.]+", f"slow: {nearest_rank(factors, high):.3f}", text, count=1)
+    # The spread's line only (hand_over_lag has fast and slow keys too).
+    text = re.sub(r"(spread: \{fast: )[\d.]+", rf"\g<1>{nearest_rank(factors, low):.3f}", text, count=1)
+    text = re.sub(r"(spread: \{.*?slow: )[\d.]+", rf"\g<1>{nearest_rank(factors, high):.3f}", text, count=1)
     path = os.path.join(into, os.path.basename(fit))
     with open(path, "w", encoding="utf-8") as f:
         f.write(text)
