@@ -3,6 +3,7 @@
 #include "agreement.hpp"
 #include "request_check.hpp"
 
+#include <riseml/fine_timer_slack.hpp>
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -111,6 +112,7 @@ bool EngineLoop::globally_idle() const {
 }
 
 void EngineLoop::run() {
+  lower_timer_slack_for_good();  // its waits end when the next cycle is due, not 50 us later
   std::unique_lock lock(runner_->mutex);
   while (!ended_) {
     // The plan, read under the mutex; the wait, without it (a helper may run cycles meanwhile).

@@ -3,9 +3,12 @@
 // timeout out; over every transport.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <string>
 #include <chrono>
 #include <thread>
+#include <vector>
 
 #include "rank_threads.hpp"
 
@@ -74,6 +77,36 @@ TEST_P(WaitForPeers, AnInterruptEndsTheWaitAndTheTimeoutHolds) {
   EXPECT_LT(interrupted.load(), 1.5);
   EXPECT_GE(timed_out.load(), 0.29);
   EXPECT_LT(timed_out.load(), 1.5);
+}
+
+// The engine waits for its next cycle with a timeout shorter than a millisecond: the wait ends
+// when it is due, not rounded up to poll()'s milliseconds (which made every such wait of the
+// socket transports last 1 ms or more), nor late by the thread's default timer slack.
+TEST_P(WaitForPeers, AShortTimeoutEndsWhenItIsDue) {
+  std::atomic<bool> done{false};
+  std::vector<double> waits_us;
+  auto outcomes = test::run_ranks(2, [&](int) { return options(GetParam()); }, [&](Communicator& comm) {
+    float x = 1;
+    comm.allreduce(&x, &x, 1, DataType::float32, ReduceOp::sum);
+    if (comm.rank() == 0) {
+      for (int i = 0; i < 21; ++i) {
+        const auto start = Clock::now();
+        comm.wait_for_peers(200us, [] { return false; });
+        waits_us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
+      }
+      done = true;
+    } else {
+      while (!done) std::this_thread::sleep_for(1ms);  // silent until rank 0 has waited
+    }
+    comm.barrier();
+  });
+  for (auto& o : outcomes) EXPECT_TRUE(o.ok) << o.error;
+  ASSERT_EQ(waits_us.size(), 21u);
+  std::sort(waits_us.begin(), waits_us.end());
+  RecordProperty("median_us", std::to_string(waits_us[10]));
+  RecordProperty("longest_us", std::to_string(waits_us.back()));
+  EXPECT_GE(waits_us.front(), 199.0);
+  EXPECT_LT(waits_us[10], 850.0) << "the median wait of 200 us; the longest " << waits_us.back();
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, WaitForPeers,

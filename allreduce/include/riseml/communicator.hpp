@@ -173,7 +173,8 @@ class Communicator {
   // Between calls, for a thread that runs collectives only when some rank has work (the
   // engine's idle wait): blocks until a peer has sent this rank something (it started the next
   // collective), until `has_local_work` (asked after every wake-up) says yes, or until
-  // `timeout`, using no CPU meanwhile. interrupt_wait() (any thread) makes it ask
+  // `timeout` (to the microsecond: the calling thread's timer slack is 1 us while it sleeps),
+  // using no CPU meanwhile. interrupt_wait() (any thread) makes it ask
   // has_local_work again: call it after giving the waiting thread work.
   // `links_guard`: where another thread may run collectives on this communicator meanwhile,
   // the mutex it holds while it does; the wait looks at the links only while it can take that

@@ -8,12 +8,14 @@
 #include <unistd.h>
 
 #include <riseml/collective_error.hpp>
+#include <riseml/fine_timer_slack.hpp>
 #include <riseml/reduce_kernels.hpp>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -147,6 +149,9 @@ void Context::wait_for_peers(std::chrono::microseconds timeout,
     }
     const auto left = std::chrono::duration_cast<std::chrono::microseconds>(until - now) +
                       std::chrono::microseconds(1);
+    // The deadline is the engine's next cycle: a sleep that ends 50 us late (Linux's default
+    // slack) or rounded up to a millisecond delays every rank's collectives by as much.
+    const FineTimerSlack on_time;
     if (doorbell_ && fds.size() == 1) {
       doorbell_->sleep(armed_at, std::min<std::chrono::microseconds>(left, std::chrono::seconds(1)));
     } else if (doorbell_) {
@@ -154,9 +159,9 @@ void Context::wait_for_peers(std::chrono::microseconds timeout,
       doorbell_->sleep(armed_at, std::min<std::chrono::microseconds>(left, std::chrono::milliseconds(2)));
       ::poll(fds.data(), fds.size(), 0);
     } else {
-      // poll() counts milliseconds: round up, so a wait of a few microseconds does not spin.
-      const long long ms = (left.count() + 999) / 1000;
-      ::poll(fds.data(), fds.size(), static_cast<int>(std::min<long long>(ms, 1000)));
+      const auto us = std::min<long long>(left.count(), 1000000);
+      const timespec t{static_cast<time_t>(us / 1000000), static_cast<long>(us % 1000000) * 1000};
+      ::ppoll(fds.data(), fds.size(), &t, nullptr);
     }
   }
 }
